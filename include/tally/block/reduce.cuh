@@ -1,0 +1,68 @@
+#pragma once
+// Block-level building blocks, usable inside your own kernels. Every thread of a
+// one-dimensional block of BlockThreads threads (a multiple of 32, at most 1024) must call
+// them; thread 0 gets the result. They may be called repeatedly in one kernel.
+
+#include "tally/warp/reduce.cuh"
+
+namespace tally::block {
+
+namespace detail {
+template <class T, int Warps>
+struct reduce_storage {
+  alignas(T) unsigned char values[Warps * sizeof(T)];
+  bool valid[Warps];
+  __device__ T* slots() { return reinterpret_cast<T*>(values); }
+};
+}  // namespace detail
+
+// Every thread holds a value (valid == false: nothing). Warps fold by tally::warp::reduce,
+// then warp 0 folds the warps' results with the same tree; thread 0's `valid` says whether
+// the block had any value.
+template <int BlockThreads, class T, class Op>
+__device__ T reduce(T value, bool& valid, Op op) {
+  static_assert(BlockThreads % 32 == 0 && BlockThreads <= 1024, "BlockThreads: a multiple of 32, at most 1024");
+  constexpr int warps = BlockThreads / 32;
+  __shared__ detail::reduce_storage<T, warps> storage;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp_id = threadIdx.x / 32;
+
+  value = tally::warp::reduce(value, valid, op);
+  __syncthreads();  // an earlier call may still be reading the storage
+  if (lane == 0) {
+    storage.slots()[warp_id] = value;
+    storage.valid[warp_id] = valid;
+  }
+  __syncthreads();
+  if (warp_id == 0) {
+    valid = lane < warps && storage.valid[lane];
+    if (lane < warps) value = storage.slots()[lane];
+    value = tally::warp::reduce(value, valid, op);
+  }
+  return value;
+}
+
+// All threads hold a value.
+template <int BlockThreads, class T, class Op>
+__device__ T reduce(T value, Op op) {
+  static_assert(BlockThreads % 32 == 0 && BlockThreads <= 1024, "BlockThreads: a multiple of 32, at most 1024");
+  constexpr int warps = BlockThreads / 32;
+  __shared__ detail::reduce_storage<T, warps> storage;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp_id = threadIdx.x / 32;
+
+  value = tally::warp::reduce(value, op);
+  __syncthreads();
+  if (lane == 0) storage.slots()[warp_id] = value;
+  __syncthreads();
+  if (warp_id == 0) {
+    // Lanes past the last warp hold nothing; the tree over `warps` slots matches the
+    // validity-aware version exactly.
+    bool valid = lane < warps;
+    if (valid) value = storage.slots()[lane];
+    value = tally::warp::reduce(value, valid, op);
+  }
+  return value;
+}
+
+}  // namespace tally::block

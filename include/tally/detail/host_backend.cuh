@@ -1,0 +1,125 @@
+#pragma once
+// The host backend: the device plan executed on CPU threads. Each tile is reduced by
+// replaying what the block's threads, warps and shuffle trees do, so float and double
+// results equal the device's bit for bit (docs/determinism.md).
+
+#include "tally/detail/plan.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+namespace tally::detail::host {
+
+template <class Acc>
+struct lane_value {
+  Acc value{};
+  bool valid = false;
+};
+
+template <class Acc, class Op>
+void combine(lane_value<Acc>& into, const lane_value<Acc>& other, Op& op) {
+  if (!other.valid) return;
+  into.value = into.valid ? static_cast<Acc>(op(into.value, other.value)) : other.value;
+  into.valid = true;
+}
+
+// tally::warp::reduce on 32 lanes starting at `lanes`: lane i takes op(v[i], v[i + d]).
+// Lane i + d is updated only after lane i in this ascending loop, so it still holds the
+// value the device's shuffle would read.
+template <class Acc, class Op>
+lane_value<Acc> warp_reduce(lane_value<Acc>* lanes, Op& op) {
+  for (int delta = warp_threads / 2; delta > 0; delta /= 2)
+    for (int i = 0; i < delta; ++i) combine(lanes[i], lanes[i + delta], op);
+  return lanes[0];
+}
+
+// tally::block::reduce for block_threads lanes (the lanes are overwritten).
+template <class Acc, class Op>
+lane_value<Acc> block_reduce(lane_value<Acc>* lanes, Op& op) {
+  constexpr int warps = block_threads / warp_threads;
+  lane_value<Acc> warp_results[warp_threads];
+  for (int w = 0; w < warps; ++w) warp_results[w] = warp_reduce(lanes + w * warp_threads, op);
+  return warp_reduce(warp_results, op);
+}
+
+// One tile, as the block reduces it (reduce_full_tile / reduce_partial_tile).
+template <class Acc, class It, class Op>
+lane_value<Acc> reduce_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+  using difference_type = typename std::iterator_traits<It>::difference_type;
+  const std::uint64_t begin = plan.tile_begin(tile);
+  const std::uint64_t end = std::min(plan.n, begin + plan.tile_items);
+  const int vw = plan.vector_width;
+  std::vector<lane_value<Acc>> lanes(block_threads);
+  // Walk the tile in memory order; each chunk goes to the thread that owns it.
+  for (std::uint64_t chunk_first = begin; chunk_first < end; chunk_first += vw) {
+    const std::uint64_t chunk = (chunk_first - begin) / vw;
+    auto& lane = lanes[chunk % block_threads];
+    for (std::uint64_t i = chunk_first; i < std::min(end, chunk_first + vw); ++i) {
+      const Acc x = static_cast<Acc>(first[static_cast<difference_type>(i)]);
+      if (lane.valid) {
+        lane.value = static_cast<Acc>(op(lane.value, x));
+      } else {
+        lane.value = x;
+        lane.valid = true;
+      }
+    }
+  }
+  return block_reduce(lanes.data(), op);
+}
+
+// The last block's fold of the tile partials.
+template <class Acc, class Op>
+Acc fold_partials(const std::vector<Acc>& partials, Op& op) {
+  std::vector<lane_value<Acc>> lanes(block_threads);
+  for (std::size_t k = 0; k < partials.size(); ++k) {
+    lane_value<Acc> p{partials[k], true};
+    combine(lanes[k % block_threads], p, op);
+  }
+  return block_reduce(lanes.data(), op).value;
+}
+
+// Tiles are spread over threads; below this many elements one thread does it all.
+inline constexpr std::uint64_t parallel_threshold = std::uint64_t(1) << 18;
+
+template <class Acc, class It, class Op>
+Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int vector_width) {
+  if (n == 0) return init;
+  const reduction_plan plan = make_plan(n, vector_width);
+  std::vector<Acc> partials(plan.tiles);
+  auto run_tiles = [&](std::uint64_t from, std::uint64_t to) {
+    Op local_op = op;
+    for (std::uint64_t tile = from; tile < to; ++tile) partials[tile] = reduce_tile<Acc>(first, plan, tile, local_op).value;
+  };
+
+  unsigned threads = max_threads ? max_threads : std::max(1u, std::thread::hardware_concurrency());
+  if (n < parallel_threshold) threads = 1;
+  threads = unsigned(std::min<std::uint64_t>(threads, plan.tiles));
+  if (threads <= 1) {
+    run_tiles(0, plan.tiles);
+  } else {
+    std::vector<std::thread> workers;
+    std::vector<std::exception_ptr> errors(threads);
+    const std::uint64_t per_thread = (plan.tiles + threads - 1) / threads;
+    for (unsigned w = 0; w < threads; ++w) {
+      const std::uint64_t from = w * per_thread, to = std::min(plan.tiles, from + per_thread);
+      workers.emplace_back([&, w, from, to] {
+        try {
+          run_tiles(from, to);
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    for (auto& error : errors)
+      if (error) std::rethrow_exception(error);
+  }
+  const Acc total = plan.tiles == 1 ? partials[0] : fold_partials(partials, op);
+  return static_cast<Acc>(op(init, total));
+}
+
+}  // namespace tally::detail::host

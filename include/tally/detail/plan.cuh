@@ -1,0 +1,68 @@
+#pragma once
+// The plan of a reduction: how N elements split into tiles, and the fixed order in which
+// a tile's elements and then the tiles' partials are combined. It is a function of N and
+// the element size alone, shared by the device kernels and the host backend, which is why
+// their results agree bit for bit and do not depend on the GPU, its SM count or the grid.
+//
+// Inside a tile, thread t of block_threads owns, at step s and load u, the chunk of
+// vector_width consecutive elements starting at
+//     tile_begin + s * step_items + (u * block_threads + t) * vector_width
+// and folds its chunks left to right into one accumulator. Warps then fold lanes by a
+// shuffle-down tree, warp 0 folds the warps' results the same way, and the last block
+// folds the tile partials: thread t takes partials t, t + block_threads, ... in order,
+// then the same block tree. See docs/determinism.md.
+
+#include "tally/detail/runtime.cuh"
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TALLY_HOST_DEVICE __host__ __device__
+#else
+#define TALLY_HOST_DEVICE
+#endif
+
+namespace tally::detail {
+
+inline constexpr int block_threads = 256;
+inline constexpr int warp_threads = 32;
+inline constexpr int loads_per_step = 4;  // independent 16-byte loads in flight per thread
+
+// Elements per 16-byte vector; 1 for sizes that do not divide 16.
+template <class V>
+inline constexpr int vector_width_v = (sizeof(V) <= 16 && 16 % sizeof(V) == 0) ? int(16 / sizeof(V)) : 1;
+
+struct reduction_plan {
+  std::uint64_t n = 0;
+  std::uint64_t tile_items = 0;  // a multiple of step_items
+  std::uint64_t tiles = 0;       // at most max_tiles
+  std::uint64_t step_items = 0;  // block_threads * loads_per_step * vector_width
+  int steps_per_tile = 0;
+  int vector_width = 1;
+
+  TALLY_HOST_DEVICE std::uint64_t tile_begin(std::uint64_t tile) const { return tile * tile_items; }
+  TALLY_HOST_DEVICE bool tile_is_full(std::uint64_t tile) const { return tile_begin(tile) + tile_items <= n; }
+};
+
+// Tiles are one step long until there would be more than max_tiles of them; beyond that
+// each tile takes as many steps as keep the count under max_tiles.
+TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector_width) {
+  reduction_plan plan;
+  plan.n = n;
+  plan.vector_width = vector_width;
+  plan.step_items = std::uint64_t(block_threads) * loads_per_step * vector_width;
+  const std::uint64_t steps = (n + plan.step_items - 1) / plan.step_items;
+  std::uint64_t steps_per_tile = (steps + max_tiles - 1) / max_tiles;
+  if (steps_per_tile == 0) steps_per_tile = 1;
+  plan.steps_per_tile = int(steps_per_tile);
+  plan.tile_items = steps_per_tile * plan.step_items;
+  plan.tiles = (n + plan.tile_items - 1) / plan.tile_items;
+  return plan;
+}
+
+template <class V>
+TALLY_HOST_DEVICE constexpr reduction_plan make_plan_for(std::uint64_t n) {
+  return make_plan(n, vector_width_v<V>);
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,139 @@
+#pragma once
+// The single-pass reduction kernel: blocks reduce tiles into partials, and the last block
+// to finish (found by an atomic counter that it then resets) folds the partials in the
+// plan's fixed order and writes op(init, total).
+
+#include "tally/block/reduce.cuh"
+#include "tally/detail/loads.cuh"
+#include "tally/detail/plan.cuh"
+
+#include <cstdint>
+
+namespace tally::detail {
+
+// A partial in scratch, padded to whole 32-bit words so it can be read back coherently.
+template <class Acc>
+struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_slot {
+  Acc value;
+};
+
+template <class Acc, class V, class Op>
+__device__ __forceinline__ void fold_into(Acc& acc, const V& x, Op& op) {
+  acc = static_cast<Acc>(op(acc, static_cast<Acc>(x)));
+}
+
+// A full tile: every thread has chunks at every step, so no bounds or validity checks.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op) {
+  using V = typename Loader::value_type;
+  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
+  const unsigned t = threadIdx.x;
+  V chunks[loads_per_step][VW];
+  auto fetch = [&](std::uint64_t step_begin) {
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u)
+      load.chunk(step_begin + std::uint64_t(u * block_threads + t) * VW, chunks[u]);
+  };
+
+  fetch(tile_begin);
+  Acc acc = static_cast<Acc>(chunks[0][0]);
+#pragma unroll
+  for (int j = 1; j < VW; ++j) fold_into(acc, chunks[0][j], op);
+#pragma unroll
+  for (int u = 1; u < loads_per_step; ++u)
+#pragma unroll
+    for (int j = 0; j < VW; ++j) fold_into(acc, chunks[u][j], op);
+
+  for (int s = 1; s < steps; ++s) {
+    fetch(tile_begin + std::uint64_t(s) * step_items);
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u)
+#pragma unroll
+      for (int j = 0; j < VW; ++j) fold_into(acc, chunks[u][j], op);
+  }
+  return acc;
+}
+
+// The last, partial tile: the same order restricted to indices below n.
+template <class Acc, int VW, class Loader, class Op>
+__device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
+  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
+  const unsigned t = threadIdx.x;
+  const std::uint64_t steps = (n - tile_begin + step_items - 1) / step_items;
+  Acc acc{};
+  valid = false;
+  for (std::uint64_t s = 0; s < steps; ++s) {
+    for (int u = 0; u < loads_per_step; ++u) {
+      const std::uint64_t first = tile_begin + s * step_items + std::uint64_t(u * block_threads + t) * VW;
+#pragma unroll
+      for (int j = 0; j < VW; ++j) {
+        if (first + j < n) {
+          const auto x = load.element(first + j);
+          if (valid) {
+            fold_into(acc, x, op);
+          } else {
+            acc = static_cast<Acc>(x);
+            valid = true;
+          }
+        }
+      }
+    }
+  }
+  return acc;
+}
+
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+  const std::uint64_t begin = plan.tile_begin(tile);
+  if (plan.tile_is_full(tile)) {
+    return tally::block::reduce<block_threads>(reduce_full_tile<Acc, VW>(load, begin, plan.steps_per_tile, op), op);
+  }
+  bool valid = false;
+  const Acc acc = reduce_partial_tile<Acc, VW>(load, begin, plan.n, op, valid);
+  return tally::block::reduce<block_threads>(acc, valid, op);
+}
+
+template <class Acc, int VW, class Loader, class Op, class Out>
+__global__ void __launch_bounds__(block_threads)
+    single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_slot<Acc>* partials,
+                              unsigned int* counter, Out* out) {
+  if (plan.tiles == 1) {  // one tile, one block: no partials, no guard
+    const Acc total = reduce_tile<Acc, VW>(load, plan, 0, op);
+    if (threadIdx.x == 0) *out = static_cast<Out>(static_cast<Acc>(op(init, total)));
+    return;
+  }
+
+  for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
+    const Acc partial = reduce_tile<Acc, VW>(load, plan, tile, op);
+    if (threadIdx.x == 0) partials[tile].value = partial;
+  }
+
+  // Last-block guard: publish this block's partials, then count it done.
+  __shared__ bool is_last_block;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    is_last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!is_last_block) return;
+  __threadfence();
+
+  Acc acc{};
+  bool valid = false;
+  for (std::uint64_t k = threadIdx.x; k < plan.tiles; k += block_threads) {
+    const Acc partial = load_coherent(&partials[k]).value;
+    if (valid) {
+      acc = static_cast<Acc>(op(acc, partial));
+    } else {
+      acc = partial;
+      valid = true;
+    }
+  }
+  const Acc total = tally::block::reduce<block_threads>(acc, valid, op);
+  if (threadIdx.x == 0) {
+    *out = static_cast<Out>(static_cast<Acc>(op(init, total)));
+    *counter = 0;  // every other block has counted itself: ready for the next call
+  }
+}
+
+}  // namespace tally::detail

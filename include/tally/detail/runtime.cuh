@@ -1,0 +1,56 @@
+#pragma once
+// The compiled runtime (lib/): device properties, per-stream scratch, pinned result slots.
+// Everything here is thread safe and allocates only on first use of a device, stream or slot.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace tally::detail {
+
+struct device_properties {
+  int ordinal = 0;
+  int multiprocessors = 0;
+  int l2_bytes = 0;
+  bool pageable_memory_access = false;  // the device may read ordinary malloc'd host memory
+};
+
+// The current device, or tally::cuda_error when no CUDA device can be used.
+int current_device();
+
+// Cached properties of a device (queried once per device).
+const device_properties& properties(int device);
+
+// Largest accumulator a device reduction supports, in bytes; scratch is sized for it.
+inline constexpr std::size_t max_accumulator_bytes = 256;
+// Most tile partials one plan produces (see plan.cuh); scratch holds this many accumulators.
+inline constexpr std::size_t max_tiles = 8192;
+
+// Scratch owned by one (device, stream) pair. Work on one stream runs in order, so calls
+// on the same stream may share it; calls on different streams never do. The counter is
+// zero between calls: the kernel that uses it resets it.
+struct stream_scratch {
+  unsigned int* counter = nullptr;  // last-block guard
+  void* partials = nullptr;         // max_tiles * max_accumulator_bytes bytes
+};
+stream_scratch scratch_for(int device, cudaStream_t stream);
+
+// Number of scratch entries the pool holds (for tests: the pool stays bounded).
+std::size_t scratch_entries();
+
+// A slot of pinned, mapped host memory (max_accumulator_bytes) that a kernel writes the
+// result into, so reduce() reads it after one synchronize without a copy.
+class result_slot {
+ public:
+  result_slot();
+  ~result_slot();
+  result_slot(const result_slot&) = delete;
+  result_slot& operator=(const result_slot&) = delete;
+  void* host() const noexcept { return slot_; }
+  void* device() const noexcept { return slot_; }  // unified addressing: same address
+
+ private:
+  void* slot_;
+};
+
+}  // namespace tally::detail

@@ -1,0 +1,106 @@
+#pragma once
+// Execution policies: where a tally algorithm runs.
+//   tally::host                 the multithreaded CPU backend
+//   tally::device               the current CUDA device, default stream
+//   tally::device.on(stream)    the current CUDA device, a given stream
+// Thrust's policies (thrust::host, thrust::device, thrust::cuda::par.on(s), ...) are accepted
+// wherever these are and mean the same.
+
+#include <cuda_runtime_api.h>
+#include <thrust/execution_policy.h>
+
+#include <type_traits>
+
+namespace tally {
+
+class host_policy {
+ public:
+  constexpr host_policy() = default;
+  // Caps the worker threads (0: one per hardware thread). Results do not depend on it.
+  constexpr host_policy threads(unsigned count) const {
+    host_policy p = *this;
+    p.threads_ = count;
+    return p;
+  }
+  constexpr unsigned thread_count() const { return threads_; }
+
+ private:
+  unsigned threads_ = 0;
+};
+
+class device_policy {
+ public:
+  constexpr device_policy() = default;
+  constexpr device_policy on(cudaStream_t stream) const {
+    device_policy p = *this;
+    p.stream_ = stream;
+    return p;
+  }
+  constexpr cudaStream_t stream() const { return stream_; }
+
+  // Test and benchmark hook: fixes the number of blocks in the grid (0: sized from the
+  // device). Results are the same bits for every grid size; the tests prove it.
+  constexpr device_policy grid_size(unsigned blocks) const {
+    device_policy p = *this;
+    p.grid_size_ = blocks;
+    return p;
+  }
+  constexpr unsigned forced_grid_size() const { return grid_size_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  unsigned grid_size_ = 0;
+};
+
+inline constexpr host_policy host{};
+inline constexpr device_policy device{};
+
+namespace detail {
+
+template <class D>
+std::true_type derives_from_cuda_policy(const thrust::cuda_cub::execution_policy<D>*);
+std::false_type derives_from_cuda_policy(...);
+
+template <class D>
+std::true_type derives_from_thrust_policy(const thrust::execution_policy<D>*);
+std::false_type derives_from_thrust_policy(...);
+
+template <class P>
+inline constexpr bool is_thrust_device_policy_v =
+    decltype(derives_from_cuda_policy(static_cast<const P*>(nullptr)))::value;
+
+template <class P>
+inline constexpr bool is_thrust_policy_v = decltype(derives_from_thrust_policy(static_cast<const P*>(nullptr)))::value;
+
+}  // namespace detail
+
+// True for tally's and Thrust's execution policies; selects the overloads that take one.
+template <class P>
+struct is_execution_policy
+    : std::bool_constant<std::is_same_v<P, host_policy> || std::is_same_v<P, device_policy> ||
+                         detail::is_thrust_policy_v<P>> {};
+
+template <class P>
+inline constexpr bool is_execution_policy_v = is_execution_policy<std::remove_cv_t<std::remove_reference_t<P>>>::value;
+
+namespace detail {
+
+// Maps any accepted policy onto tally's own two.
+inline host_policy normalize_policy(const host_policy& p) { return p; }
+inline device_policy normalize_policy(const device_policy& p) { return p; }
+
+template <class P, std::enable_if_t<is_thrust_policy_v<P>, int> = 0>
+auto normalize_policy(const P& p) {
+  if constexpr (is_thrust_device_policy_v<P>) {
+    P copy = p;  // thrust's stream accessor takes a non-const reference
+    return device_policy{}.on(thrust::cuda_cub::stream(copy));
+  } else {
+    return host_policy{};
+  }
+}
+
+template <class P>
+using normalized_policy_t = decltype(normalize_policy(std::declval<const P&>()));
+
+}  // namespace detail
+}  // namespace tally

@@ -1,0 +1,180 @@
+#pragma once
+// tally::reduce and tally::reduce_into: thrust::reduce's signatures and results.
+//
+//   T reduce(policy, first, last, init, op)   op(init, fold of [first, last)), init once;
+//                                             an empty range returns init
+//   reduce(policy, first, last, init)         op = tally::plus<T>
+//   reduce(policy, first, last)               init = value_type{}
+//   each also without a policy: host or device from the iterator's system, as Thrust does
+//   void reduce_into(policy, first, last, out, init, op)
+//                                             writes the result to *out without waiting
+//                                             for it; device-writable out under a device
+//                                             policy; capturable in a CUDA graph
+//
+// op must be associative and commutative and callable as op(T, T) on the policy's side.
+
+#include "tally/detail/device_dispatch.cuh"
+#include "tally/detail/host_backend.cuh"
+#include "tally/detail/iterators.cuh"
+#include "tally/detail/runtime.cuh"
+#include "tally/error.cuh"
+#include "tally/execution_policy.cuh"
+#include "tally/functional.cuh"
+
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <type_traits>
+
+namespace tally {
+namespace detail {
+
+template <class Out, class T>
+__global__ void write_value_kernel(Out* out, T value) {
+  *out = static_cast<Out>(value);
+}
+
+template <class It>
+std::uint64_t checked_distance(It first, It last, const char* algorithm) {
+  const auto n = last - first;
+  if (n < 0) throw_invalid_argument(algorithm, "last precedes first (a reversed range)");
+  return static_cast<std::uint64_t>(n);
+}
+
+#if defined(__CUDACC_EXTENDED_LAMBDA__)
+template <class Op>
+inline constexpr bool is_device_lambda_v = __nv_is_extended_device_lambda_closure_type(Op);
+#else
+template <class Op>
+inline constexpr bool is_device_lambda_v = false;
+#endif
+
+template <class Acc, class Op>
+constexpr void check_invocable() {
+  static_assert(std::is_invocable_v<Op&, const Acc&, const Acc&>,
+                "tally: the operator cannot be called as op(init, init); init's type is the accumulator");
+  static_assert(std::is_convertible_v<std::invoke_result_t<Op&, const Acc&, const Acc&>, Acc>,
+                "tally: op(init, init) must return a type convertible to init's type");
+}
+
+// Readable errors for operators that cannot fold init's type. An extended __device__
+// lambda's result type cannot be asked on the host, so it is trusted.
+template <class Acc, class Op, class V>
+constexpr void check_operator() {
+  static_assert(std::is_convertible_v<V, Acc>, "tally: the range's values must convert to init's type");
+  if constexpr (!is_device_lambda_v<Op>) check_invocable<Acc, Op>();
+}
+
+
+template <class Acc, class It, class Op>
+Acc reduce_impl(const host_policy& policy, It first, It last, Acc init, Op op) {
+  check_operator<Acc, Op, iterator_value_t<It>>();
+  const std::uint64_t n = checked_distance(first, last, "reduce");
+  return host::reduce(first, n, init, op, policy.thread_count(), vector_width_v<iterator_value_t<It>>);
+}
+
+template <class Acc, class It, class Op>
+Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op) {
+  check_operator<Acc, Op, iterator_value_t<It>>();
+  static_assert(std::is_trivially_copyable_v<Acc>, "tally: a device reduction needs a trivially copyable init type");
+  const std::uint64_t n = checked_distance(first, last, "reduce");
+  const int device = current_device();
+  if (n == 0) return init;
+  result_slot slot;
+  device_reduce(first, n, init, op, static_cast<Acc*>(slot.device()), policy, device, "reduce");
+  TALLY_CUDA_CHECK(cudaStreamSynchronize(policy.stream()));
+  Acc result;
+  std::memcpy(&result, slot.host(), sizeof(Acc));
+  return result;
+}
+
+template <class Acc, class It, class OutIt, class Op>
+void reduce_into_impl(const host_policy& policy, It first, It last, OutIt out, Acc init, Op op) {
+  *out = reduce_impl(policy, first, last, init, op);
+}
+
+template <class Acc, class It, class OutIt, class Op>
+void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op) {
+  check_operator<Acc, Op, iterator_value_t<It>>();
+  static_assert(is_contiguous_v<OutIt>,
+                "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
+  const std::uint64_t n = checked_distance(first, last, "reduce_into");
+  const int device = current_device();
+  const auto* const_out = raw_pointer(out);
+  using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
+  auto* out_ptr = const_cast<out_t*>(const_out);
+  check_device_accessible(out_ptr, properties(device), "reduce_into", "out");
+  if (n == 0) {
+    write_value_kernel<<<1, 1, 0, policy.stream()>>>(out_ptr, init);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  device_reduce(first, n, init, op, out_ptr, policy, device, "reduce_into");
+}
+
+template <class It>
+auto policy_for_iterator() {
+  if constexpr (is_device_iterator_v<It>) {
+    return device_policy{};
+  } else {
+    return host_policy{};
+  }
+}
+
+template <class P>
+using enable_if_policy_t = std::enable_if_t<is_execution_policy_v<P>, int>;
+template <class It>
+using enable_if_iterator_t = std::enable_if_t<!is_execution_policy_v<It>, int>;
+
+}  // namespace detail
+
+// ---- with a policy ----
+
+template <class Policy, class It, class T, class Op, detail::enable_if_policy_t<Policy> = 0>
+T reduce(const Policy& policy, It first, It last, T init, Op op) {
+  return detail::reduce_impl(detail::normalize_policy(policy), first, last, init, op);
+}
+
+template <class Policy, class It, class T, detail::enable_if_policy_t<Policy> = 0>
+T reduce(const Policy& policy, It first, It last, T init) {
+  return tally::reduce(policy, first, last, init, plus<T>{});
+}
+
+template <class Policy, class It, detail::enable_if_policy_t<Policy> = 0>
+detail::iterator_value_t<It> reduce(const Policy& policy, It first, It last) {
+  return tally::reduce(policy, first, last, detail::iterator_value_t<It>{});
+}
+
+template <class Policy, class It, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0>
+void reduce_into(const Policy& policy, It first, It last, OutIt out, T init, Op op) {
+  detail::reduce_into_impl(detail::normalize_policy(policy), first, last, out, init, op);
+}
+
+template <class Policy, class It, class OutIt, class T, detail::enable_if_policy_t<Policy> = 0>
+void reduce_into(const Policy& policy, It first, It last, OutIt out, T init) {
+  tally::reduce_into(policy, first, last, out, init, plus<T>{});
+}
+
+template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
+void reduce_into(const Policy& policy, It first, It last, OutIt out) {
+  tally::reduce_into(policy, first, last, out, detail::iterator_value_t<It>{});
+}
+
+// ---- without a policy: the iterator's system decides ----
+
+template <class It, class T, class Op, detail::enable_if_iterator_t<It> = 0>
+T reduce(It first, It last, T init, Op op) {
+  return tally::reduce(detail::policy_for_iterator<It>(), first, last, init, op);
+}
+
+template <class It, class T, detail::enable_if_iterator_t<It> = 0>
+T reduce(It first, It last, T init) {
+  return tally::reduce(detail::policy_for_iterator<It>(), first, last, init);
+}
+
+template <class It, detail::enable_if_iterator_t<It> = 0>
+detail::iterator_value_t<It> reduce(It first, It last) {
+  return tally::reduce(detail::policy_for_iterator<It>(), first, last);
+}
+
+}  // namespace tally

@@ -1,0 +1,9 @@
+#pragma once
+// tally: Thrust-style parallel reductions for CUDA C++. The umbrella header.
+
+#include "tally/block/reduce.cuh"
+#include "tally/error.cuh"
+#include "tally/execution_policy.cuh"
+#include "tally/functional.cuh"
+#include "tally/reduce.cuh"
+#include "tally/warp/reduce.cuh"

@@ -1,0 +1,55 @@
+#pragma once
+// Warp-level building blocks, usable inside your own kernels. All 32 lanes must call them
+// together (the warp converged); the result is in lane 0.
+
+#include <cstring>
+#include <type_traits>
+
+namespace tally::warp {
+
+inline constexpr unsigned full_mask = 0xffffffffu;
+
+// __shfl_down_sync for any trivially copyable type: moves it as 32-bit words.
+template <class T>
+__device__ __forceinline__ T shuffle_down(const T& value, unsigned delta) {
+  static_assert(std::is_trivially_copyable_v<T>, "tally::warp::shuffle_down needs a trivially copyable type");
+  if constexpr (std::is_arithmetic_v<T> && sizeof(T) >= 4) {
+    return __shfl_down_sync(full_mask, value, delta);
+  } else {
+    constexpr int words = int((sizeof(T) + 3) / 4);
+    int buffer[words] = {};
+    std::memcpy(buffer, &value, sizeof(T));
+#pragma unroll
+    for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(full_mask, buffer[w], delta);
+    T out;
+    std::memcpy(&out, buffer, sizeof(T));
+    return out;
+  }
+}
+
+// Folds the 32 lanes' values by a shuffle-down tree: lane i takes op(v[i], v[i + d]) for
+// d = 16, 8, 4, 2, 1. The order is fixed, so results are reproducible for any associative
+// and commutative op. Lane 0 holds the result.
+template <class T, class Op>
+__device__ __forceinline__ T reduce(T value, Op op) {
+#pragma unroll
+  for (unsigned delta = 16; delta > 0; delta /= 2) value = static_cast<T>(op(value, shuffle_down(value, delta)));
+  return value;
+}
+
+// The same tree where some lanes hold nothing (valid == false): an empty side leaves the
+// other unchanged. On return lane 0's `valid` says whether any lane had a value.
+template <class T, class Op>
+__device__ __forceinline__ T reduce(T value, bool& valid, Op op) {
+  const unsigned lane = threadIdx.x % 32;
+#pragma unroll
+  for (unsigned delta = 16; delta > 0; delta /= 2) {
+    const T other = shuffle_down(value, delta);
+    const bool other_valid = __shfl_down_sync(full_mask, valid, delta) && lane + delta < 32;
+    if (other_valid) value = valid ? static_cast<T>(op(value, other)) : other;
+    valid = valid || other_valid;
+  }
+  return value;
+}
+
+}  // namespace tally::warp

@@ -1,0 +1,26 @@
+#include "tally/error.cuh"
+
+#include <string>
+
+namespace tally {
+
+cuda_error::cuda_error(cudaError_t code, const std::string& what_failed)
+    : std::runtime_error(what_failed), code_(code) {}
+
+namespace detail {
+
+void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  // The file's base name is enough to find the call and keeps build paths out of messages.
+  std::string where = file;
+  const auto slash = where.find_last_of('/');
+  if (slash != std::string::npos) where = where.substr(slash + 1);
+  throw cuda_error(code, std::string("tally: ") + call + " failed: " + cudaGetErrorString(code) + " (" +
+                             cudaGetErrorName(code) + ") at " + where + ":" + std::to_string(line));
+}
+
+void throw_invalid_argument(const char* algorithm, const std::string& message) {
+  throw std::invalid_argument(std::string("tally::") + algorithm + ": " + message);
+}
+
+}  // namespace detail
+}  // namespace tally

@@ -1,0 +1,148 @@
+#include "tally/detail/runtime.cuh"
+
+#include "tally/error.cuh"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace tally::detail {
+namespace {
+
+// Allocations may happen while another thread captures a graph in global mode; relaxed
+// mode lets this thread allocate then, and the previous mode comes back on scope exit.
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+struct properties_cache {
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<device_properties>> by_device;
+};
+
+properties_cache& props_cache() {
+  static auto* cache = new properties_cache;  // never destroyed: used until process exit
+  return *cache;
+}
+
+struct scratch_pool {
+  std::mutex mutex;
+  std::map<std::pair<int, cudaStream_t>, stream_scratch> entries;
+};
+
+scratch_pool& pool() {
+  static auto* p = new scratch_pool;  // never destroyed: CUDA may be torn down first at exit
+  return *p;
+}
+
+constexpr std::size_t counter_bytes = 256;  // keeps the partials 256-byte aligned
+constexpr std::size_t slot_bytes = max_accumulator_bytes;
+constexpr std::size_t slots_per_slab = 64;
+
+struct slot_pool {
+  std::mutex mutex;
+  std::vector<void*> free_slots;
+};
+
+slot_pool& slots() {
+  static auto* p = new slot_pool;
+  return *p;
+}
+
+}  // namespace
+
+int current_device() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    cudaGetLastError();  // leave no sticky-looking error behind for the caller
+    throw cuda_error(status == cudaSuccess ? cudaErrorNoDevice : status,
+                     std::string("tally: no CUDA device is available for a device policy (") +
+                         cudaGetErrorName(status == cudaSuccess ? cudaErrorNoDevice : status) +
+                         "); use tally::host for host data");
+  }
+  int device = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+const device_properties& properties(int device) {
+  auto& cache = props_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto& entry = cache.by_device[device];
+  if (!entry) {
+    auto props = std::make_unique<device_properties>();
+    props->ordinal = device;
+    int value = 0;
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device));
+    props->multiprocessors = value;
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrL2CacheSize, device));
+    props->l2_bytes = value;
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrPageableMemoryAccess, device));
+    props->pageable_memory_access = value != 0;
+    entry = std::move(props);
+  }
+  return *entry;
+}
+
+stream_scratch scratch_for(int device, cudaStream_t stream) {
+  auto& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  const auto key = std::make_pair(device, stream);
+  auto found = p.entries.find(key);
+  if (found != p.entries.end()) return found->second;
+
+  relaxed_capture_mode relaxed;
+  void* memory = nullptr;
+  const std::size_t bytes = counter_bytes + max_tiles * max_accumulator_bytes;
+  TALLY_CUDA_CHECK(cudaMalloc(&memory, bytes));
+  // Zero the counter on a private stream: a memset on the caller's stream could be
+  // swallowed by a graph capture, and one on the legacy stream would break that capture.
+  cudaStream_t init_stream = nullptr;
+  TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
+  const cudaError_t set = cudaMemsetAsync(memory, 0, counter_bytes, init_stream);
+  const cudaError_t synced = cudaStreamSynchronize(init_stream);
+  cudaStreamDestroy(init_stream);
+  TALLY_CUDA_CHECK(set);
+  TALLY_CUDA_CHECK(synced);
+
+  stream_scratch scratch;
+  scratch.counter = static_cast<unsigned int*>(memory);
+  scratch.partials = static_cast<char*>(memory) + counter_bytes;
+  p.entries.emplace(key, scratch);
+  return scratch;
+}
+
+std::size_t scratch_entries() {
+  auto& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.entries.size();
+}
+
+result_slot::result_slot() : slot_(nullptr) {
+  auto& p = slots();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.free_slots.empty()) {
+    relaxed_capture_mode relaxed;
+    void* slab = nullptr;
+    TALLY_CUDA_CHECK(cudaHostAlloc(&slab, slot_bytes * slots_per_slab, cudaHostAllocMapped | cudaHostAllocPortable));
+    for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(slab) + i * slot_bytes);
+  }
+  slot_ = p.free_slots.back();
+  p.free_slots.pop_back();
+}
+
+result_slot::~result_slot() {
+  auto& p = slots();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.free_slots.push_back(slot_);
+}
+
+}  // namespace tally::detail

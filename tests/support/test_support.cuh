@@ -1,0 +1,168 @@
+#pragma once
+// Shared by tally's tests: seeded inputs, exact and high-precision references, device
+// buffers poisoned before use, and the fixture that skips device tests without a GPU.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tally_test {
+
+#define TEST_CUDA(call)                                                                  \
+  do {                                                                                   \
+    const cudaError_t test_status_ = (call);                                             \
+    ASSERT_EQ(test_status_, cudaSuccess) << #call << ": " << cudaGetErrorString(test_status_); \
+  } while (0)
+
+// The base seed: TALLY_TEST_SEED overrides it to replay a failure.
+inline std::uint64_t base_seed() {
+  static const std::uint64_t seed = [] {
+    const char* env = std::getenv("TALLY_TEST_SEED");
+    return env ? std::strtoull(env, nullptr, 10) : std::uint64_t(20261122);
+  }();
+  return seed;
+}
+
+// A generator for one case; the seed goes into the failure message.
+struct seeded {
+  std::uint64_t seed;
+  std::mt19937_64 rng;
+  explicit seeded(std::uint64_t salt) : seed(base_seed() * 1000003u + salt), rng(seed) {}
+  std::string trace() const { return "seed " + std::to_string(seed) + " (TALLY_TEST_SEED=" + std::to_string(base_seed()) + ")"; }
+};
+
+// Random values of T: integers over a range that makes overflow and order matter,
+// floats of mixed signs and magnitudes (never all equal, never all zero).
+template <class T>
+std::vector<T> random_values(std::size_t n, std::mt19937_64& rng) {
+  std::vector<T> v(n);
+  if constexpr (std::is_floating_point_v<T>) {
+    std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+    std::uniform_int_distribution<int> exponent(-8, 8);
+    for (auto& x : v) x = static_cast<T>(std::ldexp(mantissa(rng), exponent(rng)));
+  } else if constexpr (std::is_signed_v<T>) {
+    std::uniform_int_distribution<long long> d(-1000000, 1000000);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  } else {
+    std::uniform_int_distribution<unsigned long long> d(0, 2000000);
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  }
+  return v;
+}
+
+// References: integer sums wrap in the accumulator's type exactly as the library's must
+// (computed in unsigned 64-bit arithmetic, then converted); float sums in long double.
+template <class Acc, class T>
+Acc reference_sum(const std::vector<T>& v, std::size_t first, std::size_t last, Acc init) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    long double s = init;
+    for (std::size_t i = first; i < last; ++i) s += v[i];
+    return static_cast<Acc>(s);
+  } else {
+    std::uint64_t s = static_cast<std::uint64_t>(init);
+    for (std::size_t i = first; i < last; ++i) s += static_cast<std::uint64_t>(static_cast<Acc>(v[i]));
+    return static_cast<Acc>(s);
+  }
+}
+
+// Bound on |float sum - exact| for any summation order: n * eps * sum |x_i| (plus init).
+template <class T>
+double sum_error_bound(const std::vector<T>& v, std::size_t first, std::size_t last, double init) {
+  double abs_sum = std::abs(init);
+  for (std::size_t i = first; i < last; ++i) abs_sum += std::abs(double(v[i]));
+  const double eps = std::numeric_limits<T>::epsilon();
+  return double(last - first + 1) * eps * abs_sum + std::numeric_limits<T>::min();
+}
+
+template <class T>
+std::uint64_t bits_of(const T& x) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof(T) < 8 ? sizeof(T) : 8);
+  return bits;
+}
+
+inline bool gpu_available(std::string* reason = nullptr) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    if (reason) *reason = status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+// Device tests derive from this: they skip, with the reason, where no GPU is present.
+class device_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!gpu_available(&reason)) GTEST_SKIP() << "device test skipped: no usable CUDA device (" << reason << ")";
+  }
+};
+
+// A device allocation filled from a host vector, placed `offset` elements past a
+// 256-byte boundary to test misaligned starts.
+template <class T>
+class device_buffer {
+ public:
+  explicit device_buffer(const std::vector<T>& host, std::size_t offset = 0) : n_(host.size()), offset_(offset) {
+    if (cudaMalloc(&base_, (n_ + offset + 1) * sizeof(T)) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
+    if (cudaMemcpy(data(), host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
+      throw std::runtime_error("cudaMemcpy failed");
+  }
+  ~device_buffer() { cudaFree(base_); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  T* data() const { return static_cast<T*>(base_) + offset_; }
+  T* begin() const { return data(); }
+  T* end() const { return data() + n_; }
+
+ private:
+  void* base_ = nullptr;
+  std::size_t n_;
+  std::size_t offset_;
+};
+
+// One device value, poisoned (0xA5 bytes) until something writes it.
+template <class T>
+class device_value {
+ public:
+  device_value() {
+    if (cudaMalloc(&p_, sizeof(T)) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
+    poison();
+  }
+  ~device_value() { cudaFree(p_); }
+  device_value(const device_value&) = delete;
+  device_value& operator=(const device_value&) = delete;
+  void poison() {
+    if (cudaMemset(p_, 0xA5, sizeof(T)) != cudaSuccess) throw std::runtime_error("cudaMemset failed");
+  }
+  T* get() const { return p_; }
+  T read() const {
+    T v;
+    if (cudaMemcpy(&v, p_, sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess) throw std::runtime_error("cudaMemcpy failed");
+    return v;
+  }
+
+ private:
+  T* p_ = nullptr;
+};
+
+// The sizes every reduction test visits: around a warp, a block, a tile and a vector.
+inline std::vector<std::size_t> boundary_sizes() {
+  return {0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097, 8191, 8193,
+          65536 + 3, (std::size_t(1) << 20) + 7};
+}
+
+}  // namespace tally_test

@@ -1,0 +1,57 @@
+// The plan: a function of N and the element size alone that covers the range exactly.
+#include "support/test_support.cuh"
+#include "tally/detail/plan.cuh"
+
+#include <random>
+
+namespace {
+
+using tally::detail::make_plan;
+using tally::detail::max_tiles;
+
+void expect_valid_plan(std::uint64_t n, int vw) {
+  const auto plan = make_plan(n, vw);
+  SCOPED_TRACE("n = " + std::to_string(n) + ", vector width " + std::to_string(vw));
+  EXPECT_EQ(plan.n, n);
+  EXPECT_EQ(plan.step_items, std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * vw);
+  EXPECT_EQ(plan.tile_items, plan.step_items * std::uint64_t(plan.steps_per_tile));
+  EXPECT_GE(plan.steps_per_tile, 1);
+  EXPECT_LE(plan.tiles, max_tiles);
+  EXPECT_GE(plan.tiles * plan.tile_items, n);
+  if (n > 0) EXPECT_LT((plan.tiles - 1) * plan.tile_items, n);
+  if (n == 0) EXPECT_EQ(plan.tiles, 0u);
+  // Only the last tile may be partial.
+  for (std::uint64_t t = 0; t + 1 < plan.tiles; ++t) ASSERT_TRUE(plan.tile_is_full(t));
+}
+
+TEST(plan, covers_boundary_sizes) {
+  for (int vw : {1, 2, 4, 8, 16})
+    for (std::uint64_t n : tally_test::boundary_sizes()) expect_valid_plan(n, vw);
+}
+
+TEST(plan, covers_random_and_huge_sizes) {
+  tally_test::seeded s(1);
+  SCOPED_TRACE(s.trace());
+  std::uniform_int_distribution<std::uint64_t> size(1, std::uint64_t(1) << 40);
+  for (int i = 0; i < 2000; ++i) expect_valid_plan(size(s.rng), 4);
+  expect_valid_plan((std::uint64_t(1) << 31) + 5, 4);
+  expect_valid_plan(std::uint64_t(1) << 34, 2);
+}
+
+TEST(plan, small_inputs_take_one_step_tiles_and_large_ones_cap_the_tile_count) {
+  EXPECT_EQ(make_plan(1000, 4).tiles, 1u);
+  EXPECT_EQ(make_plan(4096, 4).tiles, 1u);
+  EXPECT_EQ(make_plan(4097, 4).tiles, 2u);
+  EXPECT_EQ(make_plan(std::uint64_t(1) << 22, 4).steps_per_tile, 1);
+  const auto huge = make_plan(std::uint64_t(1) << 28, 4);
+  EXPECT_EQ(huge.tiles, max_tiles);
+  EXPECT_EQ(huge.steps_per_tile, 8);
+}
+
+TEST(plan, is_usable_at_compile_time) {
+  constexpr auto plan = make_plan(12345, 4);
+  static_assert(plan.tiles == 4, "12345 floats make four 4096-element tiles");
+  EXPECT_EQ(plan.tiles, 4u);
+}
+
+}  // namespace

@@ -1,0 +1,248 @@
+// tally::reduce and reduce_into on the device: results, determinism, iterators, policies,
+// streams, graphs and threads. Every test here skips without a GPU.
+#include "support/test_support.cuh"
+#include "tally/reduce.cuh"
+
+#include <thrust/device_ptr.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cuda/std/functional>
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using tally_test::bits_of;
+using tally_test::device_buffer;
+using tally_test::device_value;
+using tally_test::random_values;
+using tally_test::reference_sum;
+using tally_test::seeded;
+
+// Extended lambdas cannot live in a test body (a private member), so these helpers hold them.
+int sum_with_host_device_lambda(const thrust::device_vector<int>& dv) {
+  return tally::reduce(tally::device, dv.begin(), dv.end(), 0, [] __host__ __device__(int a, int b) { return a + b; });
+}
+
+long long sum_doubled_through_transform_iterator(const thrust::device_vector<int>& dv) {
+  auto twice = [] __host__ __device__(int x) { return 2LL * x; };
+  auto t = thrust::make_transform_iterator(dv.begin(), twice);
+  return tally::reduce(tally::device, t, t + dv.size(), 0LL);
+}
+
+void min_into_with_device_lambda(const float* first, const float* last, float* out) {
+  tally::reduce_into(tally::device, first, last, thrust::device_pointer_cast(out), 1e30f,
+                     [] __device__(float a, float b) { return a < b ? a : b; });
+}
+
+template <class T>
+class device_reduce : public tally_test::device_test {};
+using value_types = ::testing::Types<int, unsigned, float, double>;
+TYPED_TEST_SUITE(device_reduce, value_types);
+
+TYPED_TEST(device_reduce, sum_min_max_at_every_boundary_size_equal_the_host_bit_for_bit) {
+  using T = TypeParam;
+  for (std::size_t n : tally_test::boundary_sizes()) {
+    seeded s(n + 100);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    const auto v = random_values<T>(n, s.rng);
+    const T init = random_values<T>(1, s.rng)[0];
+    device_buffer<T> d(v);
+
+    const T sum = tally::reduce(tally::device, d.begin(), d.end(), init);
+    const T host_sum = tally::reduce(tally::host, v.begin(), v.end(), init);
+    EXPECT_EQ(bits_of(sum), bits_of(host_sum));
+    if constexpr (std::is_floating_point_v<T>) {
+      EXPECT_NEAR(double(sum), double(reference_sum<T>(v, 0, n, init)), tally_test::sum_error_bound(v, 0, n, init));
+    } else {
+      EXPECT_EQ(sum, reference_sum<T>(v, 0, n, init));
+    }
+    const T lo = tally::reduce(tally::device, d.begin(), d.end(), init, tally::minimum<T>{});
+    const T hi = tally::reduce(tally::device, d.begin(), d.end(), init, thrust::maximum<T>{});
+    EXPECT_EQ(lo, std::min(init, n ? *std::min_element(v.begin(), v.end()) : init));
+    EXPECT_EQ(hi, std::max(init, n ? *std::max_element(v.begin(), v.end()) : init));
+  }
+}
+
+TYPED_TEST(device_reduce, random_sizes_and_misaligned_starts_equal_the_host_bit_for_bit) {
+  using T = TypeParam;
+  seeded s(200);
+  SCOPED_TRACE(s.trace());
+  std::uniform_int_distribution<std::size_t> size(1, 3u << 20);
+  for (int i = 0; i < 24; ++i) {
+    const std::size_t n = size(s.rng);
+    const std::size_t offset = i % 4;  // 0: 16-byte aligned; 1..3: element-misaligned starts
+    SCOPED_TRACE("n = " + std::to_string(n) + ", offset = " + std::to_string(offset));
+    const auto v = random_values<T>(n, s.rng);
+    device_buffer<T> d(v, offset);
+    device_value<T> out;
+    tally::reduce_into(tally::device, d.begin(), d.end(), out.get(), T(1), tally::plus<T>{});
+    EXPECT_EQ(bits_of(out.read()), bits_of(tally::reduce(tally::host, v.begin(), v.end(), T(1))));
+    if constexpr (!std::is_floating_point_v<T>) EXPECT_EQ(out.read(), reference_sum<T>(v, 0, n, T(1)));
+  }
+}
+
+class device_determinism : public tally_test::device_test {};
+
+TEST_F(device_determinism, same_bits_over_repeated_runs_and_any_grid_size) {
+  for (std::size_t n : {std::size_t(5000), std::size_t(1) << 20, (std::size_t(1) << 24) + 3}) {
+    seeded s(300 + n);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    const auto v = random_values<float>(n, s.rng);
+    device_buffer<float> d(v);
+    const float host = tally::reduce(tally::host, v.begin(), v.end(), 0.0f);
+    for (int run = 0; run < 50; ++run)
+      ASSERT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.0f)), bits_of(host)) << "run " << run;
+    for (unsigned grid : {1u, 2u, 3u, 7u, 64u, 131u, 1000u, 5000u})
+      ASSERT_EQ(bits_of(tally::reduce(tally::device.grid_size(grid), d.begin(), d.end(), 0.0f)), bits_of(host))
+          << "grid " << grid;
+  }
+}
+
+TEST_F(device_determinism, double_sums_equal_the_host_for_large_inputs) {
+  seeded s(310);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<double>((std::size_t(1) << 23) + 17, s.rng);
+  device_buffer<double> d(v, 1);
+  EXPECT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.0)),
+            bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.0)));
+}
+
+class device_interop : public tally_test::device_test {};
+
+TEST_F(device_interop, thrust_vectors_pointers_and_policies) {
+  seeded s(400);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(100003, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 0);
+  thrust::device_vector<int> dv(v.begin(), v.end());
+  thrust::device_ptr<int> p = dv.data();
+
+  EXPECT_EQ(tally::reduce(dv.begin(), dv.end()), expected);  // no policy: device, from the iterator
+  EXPECT_EQ(tally::reduce(p, p + dv.size(), 0), expected);
+  EXPECT_EQ(tally::reduce(thrust::device, dv.begin(), dv.end(), 0), expected);
+  EXPECT_EQ(tally::reduce(tally::device, thrust::raw_pointer_cast(p), thrust::raw_pointer_cast(p) + dv.size()), expected);
+  EXPECT_EQ(tally::reduce(tally::device, dv.begin(), dv.end(), 0, cuda::std::plus<int>{}), expected);
+  EXPECT_EQ(tally::reduce(tally::device, dv.begin(), dv.end(), 0, thrust::plus<int>{}), expected);
+  EXPECT_EQ(sum_with_host_device_lambda(dv), expected);
+
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreate(&stream));
+  EXPECT_EQ(tally::reduce(thrust::cuda::par.on(stream), dv.begin(), dv.end(), 0), expected);
+  EXPECT_EQ(tally::reduce(tally::device.on(stream), dv.begin(), dv.end(), 0), expected);
+  TEST_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST_F(device_interop, fancy_iterators_take_the_general_path) {
+  thrust::counting_iterator<long long> first(0);
+  const long long n = (1LL << 22) + 5;
+  EXPECT_EQ(tally::reduce(tally::device, first, first + n, 0LL), n * (n - 1) / 2);
+
+  seeded s(401);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(50001, s.rng);
+  thrust::device_vector<int> dv(v.begin(), v.end());
+  EXPECT_EQ(sum_doubled_through_transform_iterator(dv), 2LL * reference_sum<long long>(v, 0, v.size(), 0));
+}
+
+TEST_F(device_interop, reduce_into_writes_a_poisoned_output_and_init_for_an_empty_range) {
+  seeded s(402);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<float>(123457, s.rng);
+  device_buffer<float> d(v);
+  device_value<double> out;  // the output's type may differ from the accumulator's
+  tally::reduce_into(tally::device, d.begin(), d.end(), out.get(), 2.0f, tally::plus<float>{});
+  TEST_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(out.read(), double(tally::reduce(tally::host, v.begin(), v.end(), 2.0f)));
+
+  out.poison();
+  tally::reduce_into(tally::device, d.begin(), d.begin(), out.get(), 2.0f, tally::plus<float>{});
+  TEST_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(out.read(), 2.0);
+
+  device_value<float> min_out;
+  min_into_with_device_lambda(d.begin(), d.end(), min_out.get());
+  EXPECT_EQ(min_out.read(), *std::min_element(v.begin(), v.end()));
+}
+
+TEST_F(device_interop, reduce_into_is_captured_in_a_graph_and_replayed) {
+  seeded s(403);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = (1u << 20) + 9;
+  auto v = random_values<int>(n, s.rng);
+  device_buffer<int> d(v);
+  device_value<int> out;
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  cudaGraph_t graph;
+  TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  tally::reduce_into(tally::device.on(stream), d.begin(), d.end(), out.get(), 0, tally::plus<int>{});
+  TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+  for (int replay = 0; replay < 3; ++replay) {
+    v = random_values<int>(n, s.rng);  // new data each replay: the graph must read it
+    TEST_CUDA(cudaMemcpy(d.data(), v.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+    out.poison();
+    TEST_CUDA(cudaGraphLaunch(exec, stream));
+    TEST_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_EQ(out.read(), reference_sum<int>(v, 0, n, 0)) << "replay " << replay;
+  }
+  TEST_CUDA(cudaGraphExecDestroy(exec));
+  TEST_CUDA(cudaGraphDestroy(graph));
+  TEST_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST_F(device_interop, concurrent_calls_from_host_threads_on_their_own_streams) {
+  constexpr int threads = 8, calls = 25;
+  std::vector<std::vector<int>> inputs;
+  std::vector<std::size_t> sizes;
+  seeded s(404);
+  SCOPED_TRACE(s.trace());
+  std::uniform_int_distribution<std::size_t> size(1, 1u << 21);
+  for (int t = 0; t < threads; ++t) inputs.push_back(random_values<int>(size(s.rng), s.rng));
+  const std::size_t scratch_before = tally::detail::scratch_entries();
+
+  std::vector<int> failures(threads, 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      const auto& v = inputs[t];
+      device_buffer<int> d(v);
+      cudaStream_t stream;
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      const int expected = reference_sum<int>(v, 0, v.size(), t);
+      for (int c = 0; c < calls; ++c) {
+        // Half the threads share the default stream, the others use their own.
+        const auto policy = t % 2 ? tally::device.on(stream) : tally::device;
+        if (tally::reduce(policy, d.begin(), d.end(), t) != expected) ++failures[t];
+      }
+      cudaStreamDestroy(stream);
+    });
+  }
+  for (auto& w : workers) w.join();
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+  // One scratch entry per stream that was used, whatever the number of calls.
+  EXPECT_LE(tally::detail::scratch_entries(), scratch_before + threads / 2 + 1);
+}
+
+TEST_F(device_interop, steady_state_calls_add_no_scratch) {
+  seeded s(405);
+  const auto v = random_values<float>(1u << 16, s.rng);
+  device_buffer<float> d(v);
+  tally::reduce(tally::device, d.begin(), d.end(), 0.0f);
+  const std::size_t entries = tally::detail::scratch_entries();
+  for (int i = 0; i < 100; ++i) tally::reduce(tally::device, d.begin(), d.end(), 0.0f);
+  EXPECT_EQ(tally::detail::scratch_entries(), entries);
+}
+
+}  // namespace

@@ -1,0 +1,120 @@
+// tally::reduce on the host backend: results, Thrust's semantics, policy-less dispatch.
+#include "support/test_support.cuh"
+#include "tally/reduce.cuh"
+
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <type_traits>
+
+namespace {
+
+using tally_test::bits_of;
+using tally_test::random_values;
+using tally_test::reference_sum;
+using tally_test::seeded;
+
+template <class T>
+class host_reduce : public ::testing::Test {};
+using value_types = ::testing::Types<int, unsigned, float, double>;
+TYPED_TEST_SUITE(host_reduce, value_types);
+
+TYPED_TEST(host_reduce, sum_min_max_at_every_boundary_size) {
+  using T = TypeParam;
+  for (std::size_t n : tally_test::boundary_sizes()) {
+    seeded s(n);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    const auto v = random_values<T>(n, s.rng);
+    const T init = random_values<T>(1, s.rng)[0];
+
+    const T sum = tally::reduce(tally::host, v.begin(), v.end(), init);
+    if constexpr (std::is_floating_point_v<T>) {
+      EXPECT_NEAR(double(sum), double(reference_sum<T>(v, 0, n, init)), tally_test::sum_error_bound(v, 0, n, init));
+    } else {
+      EXPECT_EQ(sum, reference_sum<T>(v, 0, n, init));
+    }
+
+    const T lo = tally::reduce(tally::host, v.begin(), v.end(), init, tally::minimum<T>{});
+    const T hi = tally::reduce(tally::host, v.begin(), v.end(), init, tally::maximum<T>{});
+    EXPECT_EQ(lo, std::min(init, n ? *std::min_element(v.begin(), v.end()) : init));
+    EXPECT_EQ(hi, std::max(init, n ? *std::max_element(v.begin(), v.end()) : init));
+  }
+}
+
+TEST(host_reduce_semantics, empty_range_returns_init) {
+  std::vector<float> empty;
+  EXPECT_EQ(tally::reduce(tally::host, empty.begin(), empty.end(), 7.5f), 7.5f);
+  EXPECT_EQ(tally::reduce(empty.begin(), empty.end(), -3), -3);
+  EXPECT_EQ(tally::reduce(empty.begin(), empty.end()), 0.0f);
+}
+
+TEST(host_reduce_semantics, init_enters_once_and_its_type_is_the_accumulator) {
+  seeded s(11);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(5000, s.rng);
+  const auto sum = tally::reduce(v.begin(), v.end(), 0.5);
+  static_assert(std::is_same_v<decltype(sum), const double>, "init's type is the result's");
+  EXPECT_EQ(sum, double(reference_sum<long long>(v, 0, v.size(), 0)) + 0.5);
+  static_assert(std::is_same_v<decltype(tally::reduce(v.begin(), v.end())), int>, "no init: the value type");
+  // Multiplication sees init exactly once.
+  std::vector<long long> twos(20, 2);
+  EXPECT_EQ(tally::reduce(twos.begin(), twos.end(), 3LL, std::multiplies<long long>{}), 3LL << 20);
+}
+
+TEST(host_reduce_semantics, unsigned_sums_wrap_in_the_init_type) {
+  seeded s(12);
+  SCOPED_TRACE(s.trace());
+  std::vector<unsigned> v(100000);
+  std::uniform_int_distribution<unsigned> d(1u << 30, ~0u);
+  for (auto& x : v) x = d(s.rng);
+  EXPECT_EQ(tally::reduce(v.begin(), v.end(), 0u), reference_sum<unsigned>(v, 0, v.size(), 0u));
+}
+
+TEST(host_reduce_semantics, result_bits_do_not_depend_on_the_thread_count) {
+  seeded s(13);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<float>((1u << 21) + 13, s.rng);
+  const float one = tally::reduce(tally::host.threads(1), v.begin(), v.end(), 0.0f);
+  for (unsigned threads : {2u, 3u, 7u, 0u})
+    EXPECT_EQ(bits_of(tally::reduce(tally::host.threads(threads), v.begin(), v.end(), 0.0f)), bits_of(one)) << threads;
+}
+
+TEST(host_reduce_semantics, accepts_thrust_policies_functors_and_lambdas) {
+  seeded s(14);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(3000, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 1);
+  EXPECT_EQ(tally::reduce(thrust::host, v.begin(), v.end(), 1), expected);
+  EXPECT_EQ(tally::reduce(thrust::host, v.begin(), v.end(), 1, thrust::plus<int>{}), expected);
+  EXPECT_EQ(tally::reduce(v.data(), v.data() + v.size(), 1, std::plus<>{}), expected);
+  EXPECT_EQ(tally::reduce(v.begin(), v.end(), 1, [](int a, int b) { return a + b; }), expected);
+  EXPECT_EQ(tally::reduce(v.begin(), v.end(), std::numeric_limits<int>::min(), thrust::maximum<int>{}),
+            *std::max_element(v.begin(), v.end()));
+}
+
+TEST(host_reduce_semantics, fancy_iterators_work_on_the_host) {
+  thrust::counting_iterator<long long> first(0);
+  const long long n = 1000003;
+  EXPECT_EQ(tally::reduce(tally::host, first, first + n, 0LL), n * (n - 1) / 2);
+}
+
+TEST(host_reduce_semantics, reduce_into_writes_through_the_output_iterator) {
+  seeded s(15);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(777, s.rng);
+  std::vector<int> out(1, 0x5A5A5A5A);  // poisoned
+  tally::reduce_into(tally::host, v.begin(), v.end(), out.begin(), 4, tally::plus<int>{});
+  EXPECT_EQ(out[0], reference_sum<int>(v, 0, v.size(), 4));
+}
+
+TEST(host_reduce_semantics, reversed_range_throws_invalid_argument) {
+  std::vector<int> v(10, 1);
+  EXPECT_THROW(tally::reduce(tally::host, v.end(), v.begin(), 0), std::invalid_argument);
+}
+
+}  // namespace
