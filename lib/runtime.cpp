@@ -22,6 +22,13 @@ class relaxed_capture_mode {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
+// Frees what the pools hold when the process exits. The pools are function-local statics
+// made after the CUDA runtime started, so they are destroyed before it shuts down.
+template <class Free>
+void free_quietly(void* p, Free free_fn) {
+  if (p) free_fn(p);
+}
+
 struct properties_cache {
   std::mutex mutex;
   std::map<int, std::unique_ptr<device_properties>> by_device;
@@ -35,11 +42,17 @@ properties_cache& props_cache() {
 struct scratch_pool {
   std::mutex mutex;
   std::map<std::pair<int, cudaStream_t>, stream_scratch> entries;
+  ~scratch_pool() {
+    for (auto& [key, scratch] : entries) {
+      cudaSetDevice(key.first);
+      free_quietly(scratch.counter, cudaFree);
+    }
+  }
 };
 
 scratch_pool& pool() {
-  static auto* p = new scratch_pool;  // never destroyed: CUDA may be torn down first at exit
-  return *p;
+  static scratch_pool p;
+  return p;
 }
 
 constexpr std::size_t counter_bytes = 256;  // keeps the partials 256-byte aligned
@@ -49,11 +62,15 @@ constexpr std::size_t slots_per_slab = 64;
 struct slot_pool {
   std::mutex mutex;
   std::vector<void*> free_slots;
+  std::vector<void*> slabs;
+  ~slot_pool() {
+    for (void* slab : slabs) free_quietly(slab, cudaFreeHost);
+  }
 };
 
 slot_pool& slots() {
-  static auto* p = new slot_pool;
-  return *p;
+  static slot_pool p;
+  return p;
 }
 
 }  // namespace
@@ -133,6 +150,7 @@ result_slot::result_slot() : slot_(nullptr) {
     relaxed_capture_mode relaxed;
     void* slab = nullptr;
     TALLY_CUDA_CHECK(cudaHostAlloc(&slab, slot_bytes * slots_per_slab, cudaHostAllocMapped | cudaHostAllocPortable));
+    p.slabs.push_back(slab);
     for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(slab) + i * slot_bytes);
   }
   slot_ = p.free_slots.back();

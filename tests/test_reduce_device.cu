@@ -75,7 +75,7 @@ TYPED_TEST(device_reduce, random_sizes_and_misaligned_starts_equal_the_host_bit_
   using T = TypeParam;
   seeded s(200);
   SCOPED_TRACE(s.trace());
-  std::uniform_int_distribution<std::size_t> size(1, 3u << 20);
+  std::uniform_int_distribution<std::size_t> size(1, tally_test::under_sanitizer() ? 1u << 18 : 3u << 20);
   for (int i = 0; i < 24; ++i) {
     const std::size_t n = size(s.rng);
     const std::size_t offset = i % 4;  // 0: 16-byte aligned; 1..3: element-misaligned starts
@@ -92,13 +92,15 @@ TYPED_TEST(device_reduce, random_sizes_and_misaligned_starts_equal_the_host_bit_
 class device_determinism : public tally_test::device_test {};
 
 TEST_F(device_determinism, same_bits_over_repeated_runs_and_any_grid_size) {
-  for (std::size_t n : {std::size_t(5000), std::size_t(1) << 20, (std::size_t(1) << 24) + 3}) {
+  const bool light = tally_test::under_sanitizer();
+  const std::size_t largest = light ? (std::size_t(1) << 20) + 3 : (std::size_t(1) << 24) + 3;
+  for (std::size_t n : {std::size_t(5000), std::size_t(1) << 18, largest}) {
     seeded s(300 + n);
     SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
     const auto v = random_values<float>(n, s.rng);
     device_buffer<float> d(v);
     const float host = tally::reduce(tally::host, v.begin(), v.end(), 0.0f);
-    for (int run = 0; run < 50; ++run)
+    for (int run = 0; run < (light ? 5 : 50); ++run)
       ASSERT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.0f)), bits_of(host)) << "run " << run;
     for (unsigned grid : {1u, 2u, 3u, 7u, 64u, 131u, 1000u, 5000u})
       ASSERT_EQ(bits_of(tally::reduce(tally::device.grid_size(grid), d.begin(), d.end(), 0.0f)), bits_of(host))
@@ -109,7 +111,7 @@ TEST_F(device_determinism, same_bits_over_repeated_runs_and_any_grid_size) {
 TEST_F(device_determinism, double_sums_equal_the_host_for_large_inputs) {
   seeded s(310);
   SCOPED_TRACE(s.trace());
-  const auto v = random_values<double>((std::size_t(1) << 23) + 17, s.rng);
+  const auto v = random_values<double>((std::size_t(1) << (tally_test::under_sanitizer() ? 19 : 23)) + 17, s.rng);
   device_buffer<double> d(v, 1);
   EXPECT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.0)),
             bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.0)));
@@ -203,12 +205,12 @@ TEST_F(device_interop, reduce_into_is_captured_in_a_graph_and_replayed) {
 }
 
 TEST_F(device_interop, concurrent_calls_from_host_threads_on_their_own_streams) {
-  constexpr int threads = 8, calls = 25;
+  const int threads = 8, calls = tally_test::under_sanitizer() ? 3 : 25;
   std::vector<std::vector<int>> inputs;
   std::vector<std::size_t> sizes;
   seeded s(404);
   SCOPED_TRACE(s.trace());
-  std::uniform_int_distribution<std::size_t> size(1, 1u << 21);
+  std::uniform_int_distribution<std::size_t> size(1, tally_test::under_sanitizer() ? 1u << 17 : 1u << 21);
   for (int t = 0; t < threads; ++t) inputs.push_back(random_values<int>(size(s.rng), s.rng));
   const std::size_t scratch_before = tally::detail::scratch_entries();
 

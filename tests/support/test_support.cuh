@@ -91,6 +91,10 @@ std::uint64_t bits_of(const T& x) {
   return bits;
 }
 
+// Under compute-sanitizer (scripts/gpu-check sets TALLY_TEST_UNDER_SANITIZER) the same
+// tests run on smaller inputs and fewer repeats, so the instrumented run stays in minutes.
+inline bool under_sanitizer() { return std::getenv("TALLY_TEST_UNDER_SANITIZER") != nullptr; }
+
 inline bool gpu_available(std::string* reason = nullptr) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
@@ -118,7 +122,10 @@ class device_buffer {
  public:
   explicit device_buffer(const std::vector<T>& host, std::size_t offset = 0) : n_(host.size()), offset_(offset) {
     if (cudaMalloc(&base_, (n_ + offset + 1) * sizeof(T)) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
-    if (cudaMemcpy(data(), host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
+    // Synchronize: a pageable copy may still be landing when cudaMemcpy returns, and work
+    // on non-blocking streams does not wait for the legacy stream.
+    if (cudaMemcpy(data(), host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
       throw std::runtime_error("cudaMemcpy failed");
   }
   ~device_buffer() { cudaFree(base_); }
@@ -146,7 +153,8 @@ class device_value {
   device_value(const device_value&) = delete;
   device_value& operator=(const device_value&) = delete;
   void poison() {
-    if (cudaMemset(p_, 0xA5, sizeof(T)) != cudaSuccess) throw std::runtime_error("cudaMemset failed");
+    if (cudaMemset(p_, 0xA5, sizeof(T)) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+      throw std::runtime_error("cudaMemset failed");
   }
   T* get() const { return p_; }
   T read() const {
