@@ -54,25 +54,41 @@ __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_
   return acc;
 }
 
-// The last, partial tile: the same order restricted to indices below n.
+// The last, partial tile: the same order restricted to indices below n. Chunks wholly
+// inside the range are read like a full tile's; only the one that straddles n goes element
+// by element.
 template <class Acc, int VW, class Loader, class Op>
 __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
+  using V = typename Loader::value_type;
   constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
   const unsigned t = threadIdx.x;
   const std::uint64_t steps = (n - tile_begin + step_items - 1) / step_items;
   Acc acc{};
   valid = false;
   for (std::uint64_t s = 0; s < steps; ++s) {
+    const std::uint64_t step_begin = tile_begin + s * step_items;
+    V chunks[loads_per_step][VW];
+#pragma unroll
     for (int u = 0; u < loads_per_step; ++u) {
-      const std::uint64_t first = tile_begin + s * step_items + std::uint64_t(u * block_threads + t) * VW;
+      const std::uint64_t first = step_begin + std::uint64_t(u * block_threads + t) * VW;
+      if (first + VW <= n) {
+        load.chunk(first, chunks[u]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < VW; ++j)
+          if (first + j < n) chunks[u][j] = load.element(first + j);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      const std::uint64_t first = step_begin + std::uint64_t(u * block_threads + t) * VW;
 #pragma unroll
       for (int j = 0; j < VW; ++j) {
         if (first + j < n) {
-          const auto x = load.element(first + j);
           if (valid) {
-            fold_into(acc, x, op);
+            fold_into(acc, chunks[u][j], op);
           } else {
-            acc = static_cast<Acc>(x);
+            acc = static_cast<Acc>(chunks[u][j]);
             valid = true;
           }
         }
@@ -118,15 +134,24 @@ __global__ void __launch_bounds__(block_threads)
   if (!is_last_block) return;
   __threadfence();
 
+  // Thread t folds partials t, t + block_threads, ... in order. They are loaded a batch at a
+  // time so that the L2 latencies overlap instead of adding up.
+  constexpr int batch = 8;
   Acc acc{};
   bool valid = false;
-  for (std::uint64_t k = threadIdx.x; k < plan.tiles; k += block_threads) {
-    const Acc partial = load_coherent(&partials[k]).value;
-    if (valid) {
-      acc = static_cast<Acc>(op(acc, partial));
-    } else {
-      acc = partial;
-      valid = true;
+  for (std::uint64_t base = threadIdx.x; base < plan.tiles; base += batch * block_threads) {
+    Acc loaded[batch];
+#pragma unroll
+    for (int b = 0; b < batch; ++b) {
+      const std::uint64_t k = base + std::uint64_t(b) * block_threads;
+      if (k < plan.tiles) loaded[b] = load_coherent(&partials[k]).value;
+    }
+#pragma unroll
+    for (int b = 0; b < batch; ++b) {
+      if (base + std::uint64_t(b) * block_threads < plan.tiles) {
+        acc = valid ? static_cast<Acc>(op(acc, loaded[b])) : loaded[b];
+        valid = true;
+      }
     }
   }
   const Acc total = tally::block::reduce<block_threads>(acc, valid, op);
