@@ -2,6 +2,7 @@
 
 #include "tally/error.cuh"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,15 +76,21 @@ slot_pool& slots() {
 
 }  // namespace
 
+stream_scratch find_or_make_scratch(int device, cudaStream_t stream);
+
 int current_device() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    cudaGetLastError();  // leave no sticky-looking error behind for the caller
-    throw cuda_error(status == cudaSuccess ? cudaErrorNoDevice : status,
-                     std::string("tally: no CUDA device is available for a device policy (") +
-                         cudaGetErrorName(status == cudaSuccess ? cudaErrorNoDevice : status) +
-                         "); use tally::host for host data");
+  // Once a device has been seen the count cannot drop to zero, so later calls skip asking.
+  static std::atomic<bool> device_seen{false};
+  if (!device_seen.load(std::memory_order_relaxed)) {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+      cudaGetLastError();  // leave no sticky-looking error behind for the caller
+      const cudaError_t reported = status == cudaSuccess ? cudaErrorNoDevice : status;
+      throw cuda_error(reported, std::string("tally: no CUDA device is available for a device policy (") +
+                                     cudaGetErrorName(reported) + "); use tally::host for host data");
+    }
+    device_seen.store(true, std::memory_order_relaxed);
   }
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
@@ -91,6 +98,12 @@ int current_device() {
 }
 
 const device_properties& properties(int device) {
+  // Lock-free after the first query of a device; entries live until process exit.
+  constexpr int fast_devices = 64;
+  static std::atomic<const device_properties*> fast[fast_devices] = {};
+  if (device >= 0 && device < fast_devices) {
+    if (const auto* known = fast[device].load(std::memory_order_acquire)) return *known;
+  }
   auto& cache = props_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto& entry = cache.by_device[device];
@@ -106,10 +119,43 @@ const device_properties& properties(int device) {
     props->pageable_memory_access = value != 0;
     entry = std::move(props);
   }
+  if (device >= 0 && device < fast_devices) fast[device].store(entry.get(), std::memory_order_release);
   return *entry;
 }
 
+bool is_device_accessible(const void* p, const device_properties& props) {
+  // Addresses already found to be device allocations are remembered per thread: under
+  // unified addressing they lie in CUDA's reserved range and never become ordinary host
+  // memory, so the answer holds. Pinned host memory is not remembered: once freed, malloc
+  // may hand its address out again.
+  constexpr int remembered = 16;
+  thread_local const void* known[remembered] = {};
+  thread_local int next = 0;
+  for (const void* k : known)
+    if (k == p) return true;
+  cudaPointerAttributes attributes{};
+  TALLY_CUDA_CHECK(cudaPointerGetAttributes(&attributes, p));
+  if (attributes.type == cudaMemoryTypeUnregistered) return props.pageable_memory_access;
+  if (attributes.type != cudaMemoryTypeDevice) return true;
+  known[next] = p;
+  next = (next + 1) % remembered;
+  return true;
+}
+
 stream_scratch scratch_for(int device, cudaStream_t stream) {
+  // The last entry this thread used, checked without the lock; entries live until exit.
+  thread_local int last_device = -1;
+  thread_local cudaStream_t last_stream = nullptr;
+  thread_local stream_scratch last_scratch;
+  if (last_device == device && last_stream == stream && last_scratch.counter) return last_scratch;
+  const stream_scratch found_scratch = find_or_make_scratch(device, stream);
+  last_device = device;
+  last_stream = stream;
+  last_scratch = found_scratch;
+  return found_scratch;
+}
+
+stream_scratch find_or_make_scratch(int device, cudaStream_t stream) {
   auto& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   const auto key = std::make_pair(device, stream);

@@ -19,9 +19,7 @@ namespace tally::detail {
 inline void check_device_accessible(const void* p, const device_properties& props, const char* algorithm,
                                     const char* what) {
   if (p == nullptr) throw_invalid_argument(algorithm, std::string(what) + " is a null pointer but the range is not empty");
-  cudaPointerAttributes attributes{};
-  TALLY_CUDA_CHECK(cudaPointerGetAttributes(&attributes, p));
-  if (attributes.type == cudaMemoryTypeUnregistered && !props.pageable_memory_access)
+  if (!is_device_accessible(p, props))
     throw_invalid_argument(algorithm, std::string(what) +
                                           " points to pageable host memory, which this GPU cannot read; "
                                           "copy it to the device, or use tally::host");

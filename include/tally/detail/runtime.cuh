@@ -21,6 +21,10 @@ int current_device();
 // Cached properties of a device (queried once per device).
 const device_properties& properties(int device);
 
+// Whether the device can read memory at p: CUDA allocations (device, managed, pinned) yes;
+// ordinary host memory only with pageable memory access.
+bool is_device_accessible(const void* p, const device_properties& props);
+
 // Largest accumulator a device reduction supports, in bytes; scratch is sized for it.
 inline constexpr std::size_t max_accumulator_bytes = 256;
 // Most tile partials one plan produces (see plan.cuh); scratch holds this many accumulators.
