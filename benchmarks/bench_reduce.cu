@@ -31,8 +31,8 @@
 
 namespace {
 
-constexpr int repetitions = 10;
-constexpr double min_time_s = 0.05;
+constexpr int repetitions = 6;
+constexpr double min_time_s = 0.03;
 constexpr std::uint64_t seed = 0x7A11'7A11'2024ull;
 
 struct context {

@@ -3,6 +3,7 @@
 #include "tally/error.cuh"
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,7 +58,7 @@ scratch_pool& pool() {
 }
 
 constexpr std::size_t counter_bytes = 256;  // keeps the partials 256-byte aligned
-constexpr std::size_t slot_bytes = max_accumulator_bytes;
+constexpr std::size_t slot_bytes = max_accumulator_bytes + 64;  // value, then the ready flag
 constexpr std::size_t slots_per_slab = 64;
 
 struct slot_pool {
@@ -201,6 +202,31 @@ result_slot::result_slot() : slot_(nullptr) {
   }
   slot_ = p.free_slots.back();
   p.free_slots.pop_back();
+  *reinterpret_cast<volatile unsigned int*>(ready_flag()) = 0;
+}
+
+void result_slot::wait(cudaStream_t stream) const {
+  const volatile unsigned int* flag = ready_flag();
+  using clock = std::chrono::steady_clock;
+  const auto give_up_spinning = clock::now() + std::chrono::microseconds(200);
+  for (unsigned spins = 1;; ++spins) {
+    if (*flag != 0) {
+      std::atomic_thread_fence(std::memory_order_acquire);  // the value was written before the flag
+      return;
+    }
+    if (spins % 256 == 0) {
+      // A failed kernel never raises the flag: ask the stream now and then.
+      const cudaError_t status = cudaStreamQuery(stream);
+      if (status != cudaErrorNotReady) {
+        TALLY_CUDA_CHECK(status);
+        if (*flag == 0) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a result
+      }
+      if (clock::now() > give_up_spinning) break;
+    }
+  }
+  TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (*flag == 0) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);
+  std::atomic_thread_fence(std::memory_order_acquire);
 }
 
 result_slot::~result_slot() {

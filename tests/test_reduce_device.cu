@@ -248,3 +248,49 @@ TEST_F(device_interop, steady_state_calls_add_no_scratch) {
 }
 
 }  // namespace
+
+namespace {
+
+// Seeded values made on the device (a hash of the index), so that a 2^31-element input
+// takes a fraction of a second to fill instead of minutes of host generation.
+__global__ void fill_hashed(float* out, std::uint64_t n, std::uint64_t seed) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::uint64_t(gridDim.x) * blockDim.x) {
+    std::uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    out[i] = float(std::int64_t(z >> 40) - (std::int64_t(1) << 23)) * (1.0f / (1 << 20));  // [-8, 8)
+  }
+}
+
+class device_huge : public tally_test::device_test {};
+
+// More than 2^31 elements: 64-bit indexing end to end, device equal to the host bit for bit
+// at an element-misaligned start, and an exact integer sum through a fancy iterator.
+TEST_F(device_huge, more_than_two_to_the_31_elements) {
+  const bool light = tally_test::under_sanitizer();
+  const std::uint64_t n = light ? (std::uint64_t(1) << 20) + 77 : (std::uint64_t(1) << 31) + 1234567;
+  const std::uint64_t seed = tally_test::base_seed();
+  SCOPED_TRACE("n = " + std::to_string(n) + ", seed " + std::to_string(seed));
+  float* base = nullptr;
+  TEST_CUDA(cudaMalloc(&base, (n + 1) * sizeof(float)));
+  float* data = base + 1;  // misaligned: the element-by-element loader
+  fill_hashed<<<1024, 256>>>(data, n, seed);
+  TEST_CUDA(cudaGetLastError());
+  std::vector<float> host(n);
+  TEST_CUDA(cudaMemcpy(host.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost));
+
+  const float device_sum = tally::reduce(tally::device, data, data + n, 0.0f);
+  const float host_sum = tally::reduce(tally::host, host.begin(), host.end(), 0.0f);
+  EXPECT_EQ(bits_of(device_sum), bits_of(host_sum));
+  long double exact = 0;  // values are multiples of 2^-20 below 8: long double sums them exactly
+  for (float x : host) exact += x;
+  EXPECT_NEAR(double(device_sum), double(exact), tally_test::sum_error_bound(host, 0, n, 0.0));
+  TEST_CUDA(cudaFree(base));
+
+  thrust::counting_iterator<unsigned long long> first(0);
+  EXPECT_EQ(tally::reduce(tally::device, first, first + n, 0ull), n * (n - 1) / 2);
+}
+
+}  // namespace

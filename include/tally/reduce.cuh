@@ -81,8 +81,8 @@ Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op)
   const int device = current_device();
   if (n == 0) return init;
   result_slot slot;
-  device_reduce(first, n, init, op, static_cast<Acc*>(slot.device()), policy, device, "reduce");
-  TALLY_CUDA_CHECK(cudaStreamSynchronize(policy.stream()));
+  device_reduce(first, n, init, op, static_cast<Acc*>(slot.device()), slot.ready_flag(), policy, device, "reduce");
+  slot.wait(policy.stream());
   Acc result;
   std::memcpy(&result, slot.host(), sizeof(Acc));
   return result;
@@ -109,7 +109,7 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  device_reduce(first, n, init, op, out_ptr, policy, device, "reduce_into");
+  device_reduce(first, n, init, op, out_ptr, static_cast<unsigned int*>(nullptr), policy, device, "reduce_into");
 }
 
 template <class It>

@@ -40,8 +40,8 @@ int resident_blocks_per_sm(Kernel kernel, int device, std::atomic<int>* cache, i
 }
 
 template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, const device_policy& policy,
-                   int device) {
+void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                   const device_policy& policy, int device) {
   static_assert(sizeof(partial_slot<Acc>) <= max_accumulator_bytes, "tally: the accumulator type is too large");
   const reduction_plan plan = make_plan(n, VW);
   const stream_scratch scratch = scratch_for(device, policy.stream());
@@ -55,14 +55,15 @@ void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* ou
   }
   if (grid > plan.tiles) grid = plan.tiles;
   kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(
-      load, plan, init, op, static_cast<partial_slot<Acc>*>(scratch.partials), scratch.counter, out);
+      load, plan, init, op, static_cast<partial_slot<Acc>*>(scratch.partials), scratch.counter, out, ready);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
-// Reduces [first, first + n) on the device into *out (device-writable memory). n > 0.
+// Reduces [first, first + n) on the device into *out (device-writable memory), raising
+// *ready (pinned host memory) afterwards when it is not null. n > 0.
 template <class Acc, class It, class Op, class Out>
-void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, const device_policy& policy, int device,
-                   const char* algorithm) {
+void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                   const device_policy& policy, int device, const char* algorithm) {
   using V = iterator_value_t<It>;
   constexpr int vw = vector_width_v<V>;
   if constexpr (is_contiguous_v<It>) {
@@ -71,13 +72,13 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, const d
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
     if constexpr (vw > 1 && sizeof(elem) * vw == 16) {
       if (reinterpret_cast<std::uintptr_t>(data) % 16 == 0) {
-        launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, policy, device);
+        launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, ready, policy, device);
         return;
       }
     }
-    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, policy, device);
+    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, ready, policy, device);
   } else {
-    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, policy, device);
+    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, ready, policy, device);
   }
 }
 

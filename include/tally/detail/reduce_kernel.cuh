@@ -109,13 +109,24 @@ __device__ __forceinline__ Acc reduce_tile(const Loader& load, const reduction_p
   return tally::block::reduce<block_threads>(acc, valid, op);
 }
 
+// Writes the result; for reduce() also raises the host's ready flag once the value is
+// visible to the host.
+template <class Out>
+__device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int* ready) {
+  *out = value;
+  if (ready) {
+    __threadfence_system();
+    *reinterpret_cast<volatile unsigned int*>(ready) = 1u;
+  }
+}
+
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_slot<Acc>* partials,
-                              unsigned int* counter, Out* out) {
+                              unsigned int* counter, Out* out, unsigned int* ready) {
   if (plan.tiles == 1) {  // one tile, one block: no partials, no guard
     const Acc total = reduce_tile<Acc, VW>(load, plan, 0, op);
-    if (threadIdx.x == 0) *out = static_cast<Out>(static_cast<Acc>(op(init, total)));
+    if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
     return;
   }
 
@@ -156,8 +167,8 @@ __global__ void __launch_bounds__(block_threads)
   }
   const Acc total = tally::block::reduce<block_threads>(acc, valid, op);
   if (threadIdx.x == 0) {
-    *out = static_cast<Out>(static_cast<Acc>(op(init, total)));
-    *counter = 0;  // every other block has counted itself: ready for the next call
+    *counter = 0;
+    publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);  // every other block has counted itself: ready for the next call
   }
 }
 

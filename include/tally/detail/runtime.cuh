@@ -42,16 +42,24 @@ stream_scratch scratch_for(int device, cudaStream_t stream);
 // Number of scratch entries the pool holds (for tests: the pool stays bounded).
 std::size_t scratch_entries();
 
-// A slot of pinned, mapped host memory (max_accumulator_bytes) that a kernel writes the
-// result into, so reduce() reads it after one synchronize without a copy.
+// A slot of pinned, mapped host memory that a kernel writes the result into (the first
+// max_accumulator_bytes), then raises the slot's ready flag. reduce() waits for the flag
+// instead of the whole stream and reads the value without a copy.
 class result_slot {
  public:
-  result_slot();
+  result_slot();  // the flag starts lowered
   ~result_slot();
   result_slot(const result_slot&) = delete;
   result_slot& operator=(const result_slot&) = delete;
   void* host() const noexcept { return slot_; }
   void* device() const noexcept { return slot_; }  // unified addressing: same address
+  unsigned int* ready_flag() const noexcept {
+    return reinterpret_cast<unsigned int*>(static_cast<char*>(slot_) + max_accumulator_bytes);
+  }
+  // Returns once the kernel launched on `stream` has raised the flag. Spins briefly (the
+  // flag arrives before the kernel has finished retiring), then falls back to
+  // cudaStreamSynchronize; a failed stream throws tally::cuda_error.
+  void wait(cudaStream_t stream) const;
 
  private:
   void* slot_;
