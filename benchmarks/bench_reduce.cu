@@ -11,7 +11,7 @@
 //     thrust_reduce       thrust::reduce(thrust::cuda::par.on(stream), ...)
 //
 // Counters: GBps (N * 4 bytes / time, 1e9 bytes per second) and N. Each benchmark runs
-// 10 repetitions and reports aggregates only; scripts/bench_report.py reads the medians.
+// 6 repetitions and reports aggregates only; scripts/bench_report.py reads the medians.
 
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
