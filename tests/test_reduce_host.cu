@@ -118,3 +118,48 @@ TEST(host_reduce_semantics, reversed_range_throws_invalid_argument) {
 }
 
 }  // namespace
+
+#include "support/plan_oracle.cuh"
+
+namespace {
+
+// Order-sensitive, non-associative on purpose: any difference in the order of operations
+// between the host backend and the plan changes the result.
+struct order_witness {
+  __host__ __device__ unsigned operator()(unsigned a, unsigned b) const { return a * 31u + b; }
+};
+
+TEST(host_backend_follows_the_plan, same_bits_as_the_plan_oracle) {
+  seeded s(16);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> sizes = tally_test::boundary_sizes();
+  std::uniform_int_distribution<std::size_t> size(1, 200000);
+  for (int i = 0; i < 12; ++i) sizes.push_back(size(s.rng));
+  for (std::size_t n : sizes) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto f = random_values<float>(n, s.rng);
+    EXPECT_EQ(bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.25f)),
+              bits_of(tally_test::oracle::reduce(f, 0.25f, std::plus<float>{})));
+    const auto d = random_values<double>(n, s.rng);
+    EXPECT_EQ(bits_of(tally::reduce(tally::host, d.begin(), d.end(), -1.5)),
+              bits_of(tally_test::oracle::reduce(d, -1.5, std::plus<double>{})));
+    const auto u = random_values<unsigned>(n, s.rng);
+    EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 7u, order_witness{}),
+              tally_test::oracle::reduce(u, 7u, order_witness{}));
+  }
+}
+
+TEST(host_backend_follows_the_plan, multi_step_tiles_match_the_oracle) {
+  // Past max_tiles steps, tiles take several steps each: 8-byte values, 2 per chunk.
+  seeded s(17);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = tally::detail::max_tiles * 2048 + 12345;
+  const auto u = random_values<unsigned long long>(n, s.rng);
+  ASSERT_GT(tally::detail::make_plan_for<unsigned long long>(n).steps_per_tile, 1);
+  EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 3ull, [](unsigned long long a, unsigned long long b) {
+              return a * 1000003ull + b;
+            }),
+            tally_test::oracle::reduce(u, 3ull, [](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; }));
+}
+
+}  // namespace

@@ -46,17 +46,50 @@ lane_value<Acc> block_reduce(lane_value<Acc>* lanes, Op& op) {
   return warp_reduce(warp_results, op);
 }
 
-// One tile, as the block reduces it (reduce_full_tile / reduce_partial_tile).
+// A full tile, as reduce_full_tile does it: lane t's chunks are those whose index within
+// the tile is t (mod block_threads), each folded left to right. Walking steps, loads and
+// lanes in that nesting reads memory in order and needs no validity flags.
 template <class Acc, class It, class Op>
-lane_value<Acc> reduce_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+Acc reduce_full_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+  using difference_type = typename std::iterator_traits<It>::difference_type;
+  const int vw = plan.vector_width;
+  const std::uint64_t chunk_groups = std::uint64_t(plan.steps_per_tile) * loads_per_step;
+  std::uint64_t at = plan.tile_begin(tile);
+  std::vector<Acc> acc(block_threads);
+  for (std::uint64_t g = 0; g < chunk_groups; ++g) {
+    for (int t = 0; t < block_threads; ++t, at += vw) {
+      Acc& lane = acc[t];
+      int j = 0;
+      if (g == 0) {
+        lane = static_cast<Acc>(first[static_cast<difference_type>(at)]);
+        j = 1;
+      }
+      for (; j < vw; ++j) lane = static_cast<Acc>(op(lane, static_cast<Acc>(first[static_cast<difference_type>(at + j)])));
+    }
+  }
+  // The block tree with every lane valid (tally::block::reduce without flags).
+  constexpr int warps = block_threads / warp_threads;
+  lane_value<Acc> warp_results[warp_threads];
+  for (int w = 0; w < warps; ++w) {
+    Acc* lanes = acc.data() + w * warp_threads;
+    for (int delta = warp_threads / 2; delta > 0; delta /= 2)
+      for (int i = 0; i < delta; ++i) lanes[i] = static_cast<Acc>(op(lanes[i], lanes[i + delta]));
+    warp_results[w] = {lanes[0], true};
+  }
+  return warp_reduce(warp_results, op).value;
+}
+
+// The last, partial tile (reduce_partial_tile): the same order, lanes may hold nothing.
+template <class Acc, class It, class Op>
+lane_value<Acc> reduce_partial_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op) {
   using difference_type = typename std::iterator_traits<It>::difference_type;
   const std::uint64_t begin = plan.tile_begin(tile);
   const std::uint64_t end = std::min(plan.n, begin + plan.tile_items);
   const int vw = plan.vector_width;
   std::vector<lane_value<Acc>> lanes(block_threads);
   // Walk the tile in memory order; each chunk goes to the thread that owns it.
-  for (std::uint64_t chunk_first = begin; chunk_first < end; chunk_first += vw) {
-    const std::uint64_t chunk = (chunk_first - begin) / vw;
+  std::uint64_t chunk = 0;
+  for (std::uint64_t chunk_first = begin; chunk_first < end; chunk_first += vw, ++chunk) {
     auto& lane = lanes[chunk % block_threads];
     for (std::uint64_t i = chunk_first; i < std::min(end, chunk_first + vw); ++i) {
       const Acc x = static_cast<Acc>(first[static_cast<difference_type>(i)]);
@@ -69,6 +102,12 @@ lane_value<Acc> reduce_tile(It first, const reduction_plan& plan, std::uint64_t 
     }
   }
   return block_reduce(lanes.data(), op);
+}
+
+template <class Acc, class It, class Op>
+Acc reduce_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+  if (plan.tile_is_full(tile)) return reduce_full_tile<Acc>(first, plan, tile, op);
+  return reduce_partial_tile<Acc>(first, plan, tile, op).value;
 }
 
 // The last block's fold of the tile partials.
@@ -92,11 +131,14 @@ Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int
   std::vector<Acc> partials(plan.tiles);
   auto run_tiles = [&](std::uint64_t from, std::uint64_t to) {
     Op local_op = op;
-    for (std::uint64_t tile = from; tile < to; ++tile) partials[tile] = reduce_tile<Acc>(first, plan, tile, local_op).value;
+    for (std::uint64_t tile = from; tile < to; ++tile) partials[tile] = reduce_tile<Acc>(first, plan, tile, local_op);
   };
 
-  unsigned threads = max_threads ? max_threads : std::max(1u, std::thread::hardware_concurrency());
-  if (n < parallel_threshold) threads = 1;
+  unsigned threads = 1;
+  if (n >= parallel_threshold) {
+    static const unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());  // a system call
+    threads = max_threads ? max_threads : hardware_threads;
+  }
   threads = unsigned(std::min<std::uint64_t>(threads, plan.tiles));
   if (threads <= 1) {
     run_tiles(0, plan.tiles);
