@@ -40,4 +40,16 @@ struct maximum<void> {
   }
 };
 
+template <class T = void>
+struct multiplies {
+  __host__ __device__ constexpr T operator()(const T& a, const T& b) const { return a * b; }
+};
+template <>
+struct multiplies<void> {
+  template <class A, class B>
+  __host__ __device__ constexpr auto operator()(const A& a, const B& b) const -> decltype(a * b) {
+    return a * b;
+  }
+};
+
 }  // namespace tally

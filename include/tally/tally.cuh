@@ -6,4 +6,5 @@
 #include "tally/execution_policy.cuh"
 #include "tally/functional.cuh"
 #include "tally/reduce.cuh"
+#include "tally/transform_reduce.cuh"
 #include "tally/warp/reduce.cuh"

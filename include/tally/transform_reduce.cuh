@@ -1,0 +1,164 @@
+#pragma once
+// tally::transform_reduce, tally::inner_product, tally::count, tally::count_if: Thrust's
+// and the standard library's signatures and results, fused into one pass by reducing a
+// transformed view of the input with tally::reduce's kernels (the same plan, so host and
+// device agree bit for bit here too).
+//
+//   T transform_reduce(policy, first, last, unary_op, T init, binary_op)       Thrust's form
+//   T transform_reduce(policy, first1, last1, first2, T init)                  std:: form: sum of products
+//   T transform_reduce(policy, first1, last1, first2, T init, reduce_op, transform_op)
+//   T inner_product(policy, first1, last1, first2, T init)
+//   T inner_product(policy, first1, last1, first2, T init, op1, op2)           op1 folds, op2 pairs
+//   difference_type count(policy, first, last, value)
+//   difference_type count_if(policy, first, last, pred)
+//   each also without a policy: host or device from the first iterator's system.
+//
+// The transforming functors must be callable on the side that runs them; for device
+// iterators, make them __host__ __device__ (as thrust::transform_iterator needs).
+
+#include "tally/reduce.cuh"
+
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/tuple.h>
+
+#include <iterator>
+
+namespace tally {
+namespace detail {
+
+template <class Pred, class Count>
+struct count_predicate {
+  Pred pred;
+  template <class V>
+  __host__ __device__ Count operator()(const V& x) const {
+    return pred(x) ? Count(1) : Count(0);
+  }
+};
+
+template <class V>
+struct equal_to_value {
+  V value;
+  template <class X>
+  __host__ __device__ bool operator()(const X& x) const {
+    return x == value;
+  }
+};
+
+template <class Transform>
+struct apply_to_pair {
+  Transform transform;
+  template <class Tuple>
+  __host__ __device__ auto operator()(const Tuple& pair) const {
+    return transform(thrust::get<0>(pair), thrust::get<1>(pair));
+  }
+};
+
+// A fancy iterator hides its base from tally::reduce's pointer checks, so the checks run
+// here on the base: a contiguous base under a device policy must be device-readable.
+template <class It>
+void check_base(const device_policy&, It first, std::uint64_t n, const char* algorithm) {
+  if constexpr (is_contiguous_v<It>) {
+    if (n > 0) check_device_accessible(raw_pointer(first), properties(current_device()), algorithm, "the input range");
+  }
+}
+template <class It>
+void check_base(const host_policy&, It, std::uint64_t, const char*) {}
+
+template <class Policy, class It, class UnaryOp, class T, class BinaryOp>
+T transform_reduce_impl(const Policy& policy, It first, It last, UnaryOp unary_op, T init, BinaryOp binary_op,
+                        const char* algorithm) {
+  const auto p = normalize_policy(policy);
+  check_base(p, first, checked_distance(first, last, algorithm), algorithm);
+  return reduce_impl(p, thrust::make_transform_iterator(first, unary_op), thrust::make_transform_iterator(last, unary_op),
+                     init, binary_op);
+}
+
+template <class Policy, class It1, class It2, class T, class ReduceOp, class TransformOp>
+T transform_reduce_pairs(const Policy& policy, It1 first1, It1 last1, It2 first2, T init, ReduceOp reduce_op,
+                         TransformOp transform_op, const char* algorithm) {
+  const auto p = normalize_policy(policy);
+  const std::uint64_t n = checked_distance(first1, last1, algorithm);
+  check_base(p, first1, n, algorithm);
+  check_base(p, first2, n, algorithm);
+  const auto pairs = thrust::make_zip_iterator(thrust::make_tuple(first1, first2));
+  const auto first = thrust::make_transform_iterator(pairs, apply_to_pair<TransformOp>{transform_op});
+  return reduce_impl(p, first, first + static_cast<std::ptrdiff_t>(n), init, reduce_op);
+}
+
+}  // namespace detail
+
+// ---- transform_reduce ----
+
+template <class Policy, class It, class UnaryOp, class T, class BinaryOp, detail::enable_if_policy_t<Policy> = 0>
+T transform_reduce(const Policy& policy, It first, It last, UnaryOp unary_op, T init, BinaryOp binary_op) {
+  return detail::transform_reduce_impl(policy, first, last, unary_op, init, binary_op, "transform_reduce");
+}
+
+template <class It, class UnaryOp, class T, class BinaryOp, detail::enable_if_iterator_t<It> = 0>
+T transform_reduce(It first, It last, UnaryOp unary_op, T init, BinaryOp binary_op) {
+  return tally::transform_reduce(detail::policy_for_iterator<It>(), first, last, unary_op, init, binary_op);
+}
+
+template <class Policy, class It1, class It2, class T, class ReduceOp, class TransformOp,
+          detail::enable_if_policy_t<Policy> = 0>
+T transform_reduce(const Policy& policy, It1 first1, It1 last1, It2 first2, T init, ReduceOp reduce_op,
+                   TransformOp transform_op) {
+  return detail::transform_reduce_pairs(policy, first1, last1, first2, init, reduce_op, transform_op,
+                                        "transform_reduce");
+}
+
+template <class Policy, class It1, class It2, class T, detail::enable_if_policy_t<Policy> = 0>
+T transform_reduce(const Policy& policy, It1 first1, It1 last1, It2 first2, T init) {
+  return detail::transform_reduce_pairs(policy, first1, last1, first2, init, plus<T>{}, multiplies<>{},
+                                        "transform_reduce");
+}
+
+// ---- inner_product ----
+
+template <class Policy, class It1, class It2, class T, class Op1, class Op2, detail::enable_if_policy_t<Policy> = 0>
+T inner_product(const Policy& policy, It1 first1, It1 last1, It2 first2, T init, Op1 op1, Op2 op2) {
+  return detail::transform_reduce_pairs(policy, first1, last1, first2, init, op1, op2, "inner_product");
+}
+
+template <class Policy, class It1, class It2, class T, detail::enable_if_policy_t<Policy> = 0>
+T inner_product(const Policy& policy, It1 first1, It1 last1, It2 first2, T init) {
+  return detail::transform_reduce_pairs(policy, first1, last1, first2, init, plus<T>{}, multiplies<>{},
+                                        "inner_product");
+}
+
+template <class It1, class It2, class T, class Op1, class Op2, detail::enable_if_iterator_t<It1> = 0>
+T inner_product(It1 first1, It1 last1, It2 first2, T init, Op1 op1, Op2 op2) {
+  return tally::inner_product(detail::policy_for_iterator<It1>(), first1, last1, first2, init, op1, op2);
+}
+
+template <class It1, class It2, class T, detail::enable_if_iterator_t<It1> = 0>
+T inner_product(It1 first1, It1 last1, It2 first2, T init) {
+  return tally::inner_product(detail::policy_for_iterator<It1>(), first1, last1, first2, init);
+}
+
+// ---- count, count_if ----
+
+template <class Policy, class It, class Pred, detail::enable_if_policy_t<Policy> = 0>
+typename std::iterator_traits<It>::difference_type count_if(const Policy& policy, It first, It last, Pred pred) {
+  using count_t = typename std::iterator_traits<It>::difference_type;
+  return detail::transform_reduce_impl(policy, first, last, detail::count_predicate<Pred, count_t>{pred}, count_t(0),
+                                       plus<count_t>{}, "count_if");
+}
+
+template <class Policy, class It, class V, detail::enable_if_policy_t<Policy> = 0>
+typename std::iterator_traits<It>::difference_type count(const Policy& policy, It first, It last, const V& value) {
+  return tally::count_if(policy, first, last, detail::equal_to_value<V>{value});
+}
+
+template <class It, class Pred, detail::enable_if_iterator_t<It> = 0>
+typename std::iterator_traits<It>::difference_type count_if(It first, It last, Pred pred) {
+  return tally::count_if(detail::policy_for_iterator<It>(), first, last, pred);
+}
+
+template <class It, class V, detail::enable_if_iterator_t<It> = 0>
+typename std::iterator_traits<It>::difference_type count(It first, It last, const V& value) {
+  return tally::count(detail::policy_for_iterator<It>(), first, last, value);
+}
+
+}  // namespace tally

@@ -1,0 +1,132 @@
+// transform_reduce, inner_product, count, count_if: against std:: references, host and device.
+#include "support/test_support.cuh"
+#include "tally/transform_reduce.cuh"
+
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <vector>
+
+namespace {
+
+using tally_test::bits_of;
+using tally_test::random_values;
+using tally_test::seeded;
+
+struct square {
+  __host__ __device__ long long operator()(int x) const { return 1LL * x * x; }
+};
+struct is_even {
+  __host__ __device__ bool operator()(int x) const { return x % 2 == 0; }
+};
+struct absolute_difference {
+  __host__ __device__ long long operator()(int a, int b) const { return a > b ? 1LL * a - b : 1LL * b - a; }
+};
+
+long long exact_sum_of_squares(const std::vector<int>& v) {
+  long long s = 0;
+  for (int x : v) s += 1LL * x * x;
+  return s;
+}
+
+// Products are formed in the value type (int), as std::inner_product and Thrust do, so the
+// inputs are kept small enough that they cannot overflow.
+std::vector<int> small_values(std::size_t n, std::mt19937_64& rng) {
+  auto v = random_values<int>(n, rng);
+  for (auto& x : v) x %= 40000;
+  return v;
+}
+
+long long exact_dot(const std::vector<int>& a, const std::vector<int>& b) {
+  long long s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += 1LL * a[i] * b[i];
+  return s;
+}
+
+TEST(transform_reduce_host, every_form_against_std_references) {
+  for (std::size_t n : tally_test::boundary_sizes()) {
+    seeded s(n + 500);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    const auto a = small_values(n, s.rng);
+    const auto b = small_values(n, s.rng);
+    EXPECT_EQ(tally::transform_reduce(tally::host, a.begin(), a.end(), square{}, 5LL, tally::plus<long long>{}),
+              5 + exact_sum_of_squares(a));
+    EXPECT_EQ(tally::transform_reduce(a.begin(), a.end(), square{}, 0LL, std::plus<long long>{}),
+              exact_sum_of_squares(a));
+    EXPECT_EQ(tally::transform_reduce(tally::host, a.begin(), a.end(), b.begin(), 0LL), exact_dot(a, b));
+    EXPECT_EQ(tally::inner_product(a.begin(), a.end(), b.begin(), 7LL), 7 + exact_dot(a, b));
+    EXPECT_EQ(tally::inner_product(thrust::host, a.begin(), a.end(), b.begin(), 0LL, tally::maximum<long long>{},
+                                   absolute_difference{}),
+              std::inner_product(a.begin(), a.end(), b.begin(), 0LL,
+                                 [](long long x, long long y) { return std::max(x, y); }, absolute_difference{}));
+    EXPECT_EQ(tally::count_if(tally::host, a.begin(), a.end(), is_even{}), std::count_if(a.begin(), a.end(), is_even{}));
+    const int probe = n ? a[n / 2] : 0;
+    EXPECT_EQ(tally::count(a.begin(), a.end(), probe), std::count(a.begin(), a.end(), probe));
+  }
+}
+
+TEST(transform_reduce_host, predicates_true_nowhere_and_everywhere_and_empty_ranges) {
+  seeded s(501);
+  SCOPED_TRACE(s.trace());
+  auto v = random_values<int>(100001, s.rng);
+  for (auto& x : v) x = 2 * x;  // all even
+  EXPECT_EQ(tally::count_if(v.begin(), v.end(), is_even{}), 100001);
+  for (auto& x : v) x += 1;  // all odd
+  EXPECT_EQ(tally::count_if(v.begin(), v.end(), is_even{}), 0);
+  EXPECT_EQ(tally::count_if(v.begin(), v.begin(), is_even{}), 0);
+  EXPECT_EQ(tally::inner_product(v.begin(), v.begin(), v.begin(), 3LL), 3LL);
+}
+
+TEST(transform_reduce_host, float_sum_of_squares_matches_the_plan_bits_of_reduce) {
+  // transform_reduce is reduce over the transformed values: the same plan, the same bits.
+  seeded s(502);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<float>((1u << 20) + 3, s.rng);
+  std::vector<float> squares(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) squares[i] = v[i] * v[i];
+  EXPECT_EQ(bits_of(tally::transform_reduce(v.begin(), v.end(), [](float x) { return x * x; }, 0.0f, std::plus<float>{})),
+            bits_of(tally::reduce(squares.begin(), squares.end(), 0.0f)));
+}
+
+class transform_reduce_device : public tally_test::device_test {};
+
+TEST_F(transform_reduce_device, every_form_against_std_references_and_the_host) {
+  for (std::size_t n : tally_test::boundary_sizes()) {
+    seeded s(n + 600);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    const auto a = small_values(n, s.rng);
+    const auto b = small_values(n, s.rng);
+    thrust::device_vector<int> da(a.begin(), a.end()), db(b.begin(), b.end());
+    EXPECT_EQ(tally::transform_reduce(tally::device, da.begin(), da.end(), square{}, 5LL, tally::plus<long long>{}),
+              5 + exact_sum_of_squares(a));
+    EXPECT_EQ(tally::transform_reduce(da.begin(), da.end(), square{}, 0LL, thrust::plus<long long>{}),
+              exact_sum_of_squares(a));
+    EXPECT_EQ(tally::transform_reduce(thrust::device, da.begin(), da.end(), db.begin(), 0LL), exact_dot(a, b));
+    EXPECT_EQ(tally::inner_product(da.begin(), da.end(), db.begin(), 7LL), 7 + exact_dot(a, b));
+    EXPECT_EQ(tally::inner_product(tally::device, da.begin(), da.end(), db.begin(), 0LL, tally::maximum<long long>{},
+                                   absolute_difference{}),
+              tally::inner_product(tally::host, a.begin(), a.end(), b.begin(), 0LL, tally::maximum<long long>{},
+                                   absolute_difference{}));
+    EXPECT_EQ(tally::count_if(tally::device, da.begin(), da.end(), is_even{}),
+              std::count_if(a.begin(), a.end(), is_even{}));
+    const int probe = n ? a[n / 2] : 0;
+    EXPECT_EQ(tally::count(da.begin(), da.end(), probe), std::count(a.begin(), a.end(), probe));
+  }
+}
+
+TEST_F(transform_reduce_device, a_host_base_under_a_device_policy_is_refused) {
+  int pageable = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0), cudaSuccess);
+  std::vector<int> v(1000, 1);
+  if (pageable) {
+    EXPECT_EQ(tally::count_if(tally::device, v.data(), v.data() + v.size(), is_even{}), 0);
+  } else {
+    EXPECT_THROW(tally::count_if(tally::device, v.data(), v.data() + v.size(), is_even{}), std::invalid_argument);
+  }
+}
+
+}  // namespace
