@@ -7,7 +7,7 @@
 namespace {
 
 using tally::detail::make_plan;
-using tally::detail::max_tiles;
+using tally::detail::plan_max_tiles;
 
 void expect_valid_plan(std::uint64_t n, int vw) {
   const auto plan = make_plan(n, vw);
@@ -16,7 +16,7 @@ void expect_valid_plan(std::uint64_t n, int vw) {
   EXPECT_EQ(plan.step_items, std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * vw);
   EXPECT_EQ(plan.tile_items, plan.step_items * std::uint64_t(plan.steps_per_tile));
   EXPECT_GE(plan.steps_per_tile, 1);
-  EXPECT_LE(plan.tiles, max_tiles);
+  EXPECT_LE(plan.tiles, plan_max_tiles);
   EXPECT_GE(plan.tiles * plan.tile_items, n);
   if (n > 0) EXPECT_LT((plan.tiles - 1) * plan.tile_items, n);
   if (n == 0) EXPECT_EQ(plan.tiles, 0u);
@@ -44,7 +44,7 @@ TEST(plan, small_inputs_take_one_step_tiles_and_large_ones_cap_the_tile_count) {
   EXPECT_EQ(make_plan(4097, 4).tiles, 2u);
   EXPECT_EQ(make_plan(std::uint64_t(1) << 22, 4).steps_per_tile, 1);
   const auto huge = make_plan(std::uint64_t(1) << 28, 4);
-  EXPECT_EQ(huge.tiles, max_tiles);
+  EXPECT_EQ(huge.tiles, plan_max_tiles);
   EXPECT_EQ(huge.steps_per_tile, 8);
 }
 

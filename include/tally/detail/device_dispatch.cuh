@@ -54,6 +54,13 @@ void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* ou
            resident_blocks_per_sm(kernel, device, occupancy, cached_devices);
   }
   if (grid > plan.tiles) grid = plan.tiles;
+#if TALLY_TUNE_BALANCED_GRID
+  // Every block takes the same number of tiles: no block is left with one fewer at the end.
+  if (policy.forced_grid_size() == 0) {
+    const std::uint64_t per_block = (plan.tiles + grid - 1) / grid;
+    grid = (plan.tiles + per_block - 1) / per_block;
+  }
+#endif
   kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(
       load, plan, init, op, static_cast<partial_slot<Acc>*>(scratch.partials), scratch.counter, out, ready);
   TALLY_CUDA_CHECK(cudaGetLastError());

@@ -24,9 +24,22 @@
 
 namespace tally::detail {
 
+// The TALLY_TUNE_* macros exist for scripts/tune, which builds variants of the plan to
+// compare them in one run; a program must never mix translation units built with
+// different values. Without them the defaults below are the plan.
+#ifndef TALLY_TUNE_LOADS_PER_STEP
+#define TALLY_TUNE_LOADS_PER_STEP 4
+#endif
+#ifndef TALLY_TUNE_PLAN_TILES
+#define TALLY_TUNE_PLAN_TILES 8192
+#endif
+
 inline constexpr int block_threads = 256;
 inline constexpr int warp_threads = 32;
-inline constexpr int loads_per_step = 4;  // independent 16-byte loads in flight per thread
+inline constexpr int loads_per_step = TALLY_TUNE_LOADS_PER_STEP;  // independent 16-byte loads in flight per thread
+// Most tiles a plan makes; the scratch holds max_tiles partials (runtime.cuh).
+inline constexpr std::uint64_t plan_max_tiles = TALLY_TUNE_PLAN_TILES;
+static_assert(plan_max_tiles <= max_tiles, "the scratch must hold every tile partial");
 
 // Elements per 16-byte vector; 1 for sizes that do not divide 16.
 template <class V>
@@ -35,7 +48,7 @@ inline constexpr int vector_width_v = (sizeof(V) <= 16 && 16 % sizeof(V) == 0) ?
 struct reduction_plan {
   std::uint64_t n = 0;
   std::uint64_t tile_items = 0;  // a multiple of step_items
-  std::uint64_t tiles = 0;       // at most max_tiles
+  std::uint64_t tiles = 0;       // at most plan_max_tiles
   std::uint64_t step_items = 0;  // block_threads * loads_per_step * vector_width
   int steps_per_tile = 0;
   int vector_width = 1;
@@ -44,15 +57,15 @@ struct reduction_plan {
   TALLY_HOST_DEVICE bool tile_is_full(std::uint64_t tile) const { return tile_begin(tile) + tile_items <= n; }
 };
 
-// Tiles are one step long until there would be more than max_tiles of them; beyond that
-// each tile takes as many steps as keep the count under max_tiles.
+// Tiles are one step long until there would be more than plan_max_tiles of them; beyond that
+// each tile takes as many steps as keep the count under plan_max_tiles.
 TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector_width) {
   reduction_plan plan;
   plan.n = n;
   plan.vector_width = vector_width;
   plan.step_items = std::uint64_t(block_threads) * loads_per_step * vector_width;
   const std::uint64_t steps = (n + plan.step_items - 1) / plan.step_items;
-  std::uint64_t steps_per_tile = (steps + max_tiles - 1) / max_tiles;
+  std::uint64_t steps_per_tile = (steps + plan_max_tiles - 1) / plan_max_tiles;
   if (steps_per_tile == 0) steps_per_tile = 1;
   plan.steps_per_tile = int(steps_per_tile);
   plan.tile_items = steps_per_tile * plan.step_items;

@@ -9,6 +9,10 @@
 
 #include <cstdint>
 
+#ifndef TALLY_TUNE_FOLD_BATCH
+#define TALLY_TUNE_FOLD_BATCH 8
+#endif
+
 namespace tally::detail {
 
 // A partial in scratch, padded to whole 32-bit words so it can be read back coherently.
@@ -147,7 +151,7 @@ __global__ void __launch_bounds__(block_threads)
 
   // Thread t folds partials t, t + block_threads, ... in order. They are loaded a batch at a
   // time so that the L2 latencies overlap instead of adding up.
-  constexpr int batch = 8;
+  constexpr int batch = TALLY_TUNE_FOLD_BATCH;
   Acc acc{};
   bool valid = false;
   for (std::uint64_t base = threadIdx.x; base < plan.tiles; base += batch * block_threads) {

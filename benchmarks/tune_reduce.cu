@@ -1,0 +1,137 @@
+// A tuning probe, not part of the benchmark suite: scripts/tune builds it once per variant
+// of the plan's knobs (TALLY_TUNE_* macros) and runs the variants one after another in one
+// session, so their figures can be compared. For each N it prints the median device time
+// per call (events around back-to-back calls, inputs rotated) of tally::reduce_into, CUB's
+// Sum and the streaming-read ceiling; then the host time one enqueue costs at small N.
+//
+// Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N]
+
+#include "support/timing.cuh"
+#include "tally/tally.cuh"
+
+#include <cub/device/device_reduce.cuh>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+namespace {
+
+__global__ void empty_kernel() {}
+
+template <class F>
+double median_device_us(cudaStream_t stream, int k, int samples, F&& enqueue) {
+  bench::event_timer timer;
+  for (int i = 0; i < 3; ++i) enqueue();
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> t;
+  for (int s = 0; s < samples; ++s) t.push_back(timer.seconds_per_call(stream, k, enqueue) * 1e6);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Host wall time of one enqueue, in µs: the median of batches of k enqueues, each batch
+// followed by a synchronize that is not timed.
+template <class F>
+double median_enqueue_us(cudaStream_t stream, int k, int samples, F&& enqueue) {
+  std::vector<double> t;
+  for (int s = 0; s < samples; ++s) {
+    BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < k; ++i) enqueue();
+    const auto t1 = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / k);
+  }
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* variant = argc > 1 ? argv[1] : "default";
+  const int largest_log2n = argc > 2 ? std::atoi(argv[2]) : 28;
+  cudaStream_t stream = nullptr;
+  BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  float* out = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&out, sizeof(float)));
+  bench::read_ceiling ceiling;
+  const auto policy = tally::device.on(stream);
+
+  for (int log2n : {10, 12, 16, 20, 22, 24, 25, 26, 28}) {
+    if (log2n > largest_log2n) break;
+    const std::size_t n = std::size_t{1} << log2n;
+    bench::rotating_input input(n, 1234 + n);
+    // Correctness guard: tally's sum against a float64 sum of the same values.
+    std::vector<float> host(n);
+    BENCH_CUDA_CHECK(cudaMemcpy(host.data(), input.first(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    double want = 0;
+    for (float v : host) want += v;
+    const float got = tally::reduce(policy, input.first(), input.first() + n, 0.0f);
+    if (std::fabs(got - want) > 1e-5 * want) {
+      std::printf("%s N=2^%d WRONG: %.9g vs %.9g\n", variant, log2n, double(got), want);
+      return 1;
+    }
+
+    std::size_t cub_bytes = 0;
+    BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, cub_bytes, input.first(), out, static_cast<int>(n), stream));
+    void* cub_temp = nullptr;
+    BENCH_CUDA_CHECK(cudaMalloc(&cub_temp, std::max<std::size_t>(cub_bytes, 1)));
+
+    const int k = n <= (std::size_t{1} << 20) ? 20 : 5;
+    const int samples = 41;
+    const double tally_us = median_device_us(stream, k, samples, [&] {
+      const float* in = input.next();
+      tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{});
+    });
+    const double cub_us = median_device_us(stream, k, samples, [&] {
+      BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
+    });
+    const double ceiling_us = median_device_us(stream, k, samples, [&] { ceiling(input.next(), n, out, stream); });
+    std::printf("%-12s N=2^%-2d tally %8.2f us  cub %8.2f us  ceiling %8.2f us  tally/ceiling %5.1f%%  cub/tally %5.3fx\n",
+                variant, log2n, tally_us, cub_us, ceiling_us, 100.0 * ceiling_us / tally_us, cub_us / tally_us);
+
+    if (log2n == 10) {
+      const int kk = 50, ss = 21;
+      const double e_empty = median_enqueue_us(stream, kk, ss, [&] {
+        empty_kernel<<<1, 32, 0, stream>>>();
+        BENCH_CUDA_CHECK(cudaGetLastError());
+      });
+      const double e_ceiling = median_enqueue_us(stream, kk, ss, [&] { ceiling(input.next(), n, out, stream); });
+      const double e_cub = median_enqueue_us(stream, kk, ss, [&] {
+        BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
+      });
+      const double e_tally = median_enqueue_us(stream, kk, ss, [&] {
+        const float* in = input.next();
+        tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{});
+      });
+      const double d_empty = median_device_us(stream, 20, samples, [&] {
+        empty_kernel<<<1, 32, 0, stream>>>();
+        BENCH_CUDA_CHECK(cudaGetLastError());
+      });
+      std::printf("%-12s enqueue us/call at 2^10: empty %.2f  ceiling %.2f  cub %.2f  tally %.2f; empty kernel device %.2f us\n",
+                  variant, e_empty, e_ceiling, e_cub, e_tally, d_empty);
+      // Round trip of tally::reduce at 2^10 (host clock).
+      std::vector<double> rt;
+      for (int s = 0; s < 200; ++s) {
+        const float* in = input.next();
+        const auto t0 = std::chrono::steady_clock::now();
+        volatile float r = tally::reduce(policy, in, in + n, 0.0f);
+        (void)r;
+        rt.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(rt.begin(), rt.end());
+      std::printf("%-12s round trip tally::reduce at 2^10: median %.2f us\n", variant, rt[rt.size() / 2]);
+    }
+    BENCH_CUDA_CHECK(cudaFree(cub_temp));
+  }
+  BENCH_CUDA_CHECK(cudaFree(out));
+  BENCH_CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
