@@ -9,6 +9,7 @@
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
 
+
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -94,8 +95,19 @@ int main(int argc, char** argv) {
       BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
     });
     const double ceiling_us = median_device_us(stream, k, samples, [&] { ceiling(input.next(), n, out, stream); });
-    std::printf("%-12s N=2^%-2d tally %8.2f us  cub %8.2f us  ceiling %8.2f us  tally/ceiling %5.1f%%  cub/tally %5.3fx\n",
-                variant, log2n, tally_us, cub_us, ceiling_us, 100.0 * ceiling_us / tally_us, cub_us / tally_us);
+    auto strategy_us = [&](tally::device_policy p) {
+      return median_device_us(stream, k, samples, [&] {
+        const float* in = input.next();
+        tally::reduce_into(p, in, in + n, out, 0.0f, tally::plus<float>{});
+      });
+    };
+    const double two_pass_us = strategy_us(policy.strategy(tally::strategy::two_pass));
+    const double block_atomic_us = strategy_us(policy.nondeterministic().strategy(tally::strategy::block_atomic));
+    const double warp_atomic_us = strategy_us(policy.nondeterministic().strategy(tally::strategy::warp_atomic));
+    std::printf("%-8s N=2^%-2d tally %7.2f  cub %7.2f  ceiling %7.2f us  tally/ceiling %5.1f%%  cub/tally %5.3fx | "
+                "two_pass %7.2f  block_atomic %7.2f  warp_atomic %7.2f us\n",
+                variant, log2n, tally_us, cub_us, ceiling_us, 100.0 * ceiling_us / tally_us, cub_us / tally_us,
+                two_pass_us, block_atomic_us, warp_atomic_us);
 
     if (log2n == 10) {
       const int kk = 50, ss = 21;
@@ -118,7 +130,7 @@ int main(int argc, char** argv) {
       std::printf("%-12s enqueue us/call at 2^10: empty %.2f  ceiling %.2f  cub %.2f  tally %.2f; empty kernel device %.2f us\n",
                   variant, e_empty, e_ceiling, e_cub, e_tally, d_empty);
       // Round trip of tally::reduce at 2^10 (host clock).
-      std::vector<double> rt;
+      std::vector<double> rt{0.0};
       for (int s = 0; s < 200; ++s) {
         const float* in = input.next();
         const auto t0 = std::chrono::steady_clock::now();

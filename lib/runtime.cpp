@@ -47,7 +47,7 @@ struct scratch_pool {
   ~scratch_pool() {
     for (auto& [key, scratch] : entries) {
       cudaSetDevice(key.first);
-      free_quietly(scratch.counter, cudaFree);
+      free_quietly(scratch.control, cudaFree);
     }
   }
 };
@@ -57,7 +57,6 @@ scratch_pool& pool() {
   return p;
 }
 
-constexpr std::size_t counter_bytes = 256;  // keeps the partials 256-byte aligned
 constexpr std::size_t slot_bytes = max_accumulator_bytes + 64;  // value, then the ready flag
 constexpr std::size_t slots_per_slab = 64;
 
@@ -148,7 +147,7 @@ stream_scratch scratch_for(int device, cudaStream_t stream) {
   thread_local int last_device = -1;
   thread_local cudaStream_t last_stream = nullptr;
   thread_local stream_scratch last_scratch;
-  if (last_device == device && last_stream == stream && last_scratch.counter) return last_scratch;
+  if (last_device == device && last_stream == stream && last_scratch.control) return last_scratch;
   const stream_scratch found_scratch = find_or_make_scratch(device, stream);
   last_device = device;
   last_stream = stream;
@@ -165,21 +164,21 @@ stream_scratch find_or_make_scratch(int device, cudaStream_t stream) {
 
   relaxed_capture_mode relaxed;
   void* memory = nullptr;
-  const std::size_t bytes = counter_bytes + max_tiles * max_accumulator_bytes;
+  const std::size_t bytes = control_bytes + max_tiles * partial_cell_bytes;
   TALLY_CUDA_CHECK(cudaMalloc(&memory, bytes));
-  // Zero the counter on a private stream: a memset on the caller's stream could be
+  // Zero it all on a private stream: a memset on the caller's stream could be
   // swallowed by a graph capture, and one on the legacy stream would break that capture.
   cudaStream_t init_stream = nullptr;
   TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
-  const cudaError_t set = cudaMemsetAsync(memory, 0, counter_bytes, init_stream);
+  const cudaError_t set = cudaMemsetAsync(memory, 0, bytes, init_stream);
   const cudaError_t synced = cudaStreamSynchronize(init_stream);
   cudaStreamDestroy(init_stream);
   TALLY_CUDA_CHECK(set);
   TALLY_CUDA_CHECK(synced);
 
   stream_scratch scratch;
-  scratch.counter = static_cast<unsigned int*>(memory);
-  scratch.partials = static_cast<char*>(memory) + counter_bytes;
+  scratch.control = static_cast<unsigned int*>(memory);
+  scratch.partials = static_cast<char*>(memory) + control_bytes;
   p.entries.emplace(key, scratch);
   return scratch;
 }
@@ -206,22 +205,29 @@ result_slot::result_slot() : slot_(nullptr) {
 }
 
 void result_slot::wait(cudaStream_t stream) const {
+  // The fast path reads only the flag: no driver call between the kernel's write and our
+  // return. The clock is read every few thousand spins; after quiet_us the stream is asked
+  // too (a failed kernel never raises the flag), and after spin_us we block instead.
   const volatile unsigned int* flag = ready_flag();
   using clock = std::chrono::steady_clock;
-  const auto give_up_spinning = clock::now() + std::chrono::microseconds(200);
-  for (unsigned spins = 1;; ++spins) {
-    if (*flag != 0) {
-      std::atomic_thread_fence(std::memory_order_acquire);  // the value was written before the flag
-      return;
+  constexpr auto quiet_us = std::chrono::microseconds(50);
+  constexpr auto spin_us = std::chrono::microseconds(200);
+  const auto start = clock::now();
+  for (;;) {
+    for (int spin = 0; spin < 2048; ++spin) {
+      if (*flag != 0) {
+        std::atomic_thread_fence(std::memory_order_acquire);  // the value was written before the flag
+        return;
+      }
     }
-    if (spins % 256 == 0) {
-      // A failed kernel never raises the flag: ask the stream now and then.
+    const auto waited = clock::now() - start;
+    if (waited > spin_us) break;
+    if (waited > quiet_us) {
       const cudaError_t status = cudaStreamQuery(stream);
       if (status != cudaErrorNotReady) {
         TALLY_CUDA_CHECK(status);
         if (*flag == 0) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a result
       }
-      if (clock::now() > give_up_spinning) break;
     }
   }
   TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -3,6 +3,8 @@
 //   tally::host                 the multithreaded CPU backend
 //   tally::device               the current CUDA device, default stream
 //   tally::device.on(stream)    the current CUDA device, a given stream
+//   .nondeterministic()         allows floating-point atomics (results may vary in the last bits)
+//   .strategy(tally::strategy::...)  forces a device strategy, for benchmarking
 // Thrust's policies (thrust::host, thrust::device, thrust::cuda::par.on(s), ...) are accepted
 // wherever these are and mean the same.
 
@@ -12,6 +14,16 @@
 #include <type_traits>
 
 namespace tally {
+
+// How a device reduction combines the blocks' results. automatic lets tally choose from N,
+// the type, the operator and the determinism the policy asks for.
+enum class strategy {
+  automatic,
+  single_pass,   // tile partials folded in a fixed order by one block of the same launch
+  two_pass,      // the same fold in a second launch
+  block_atomic,  // each block's result combined into one accumulator with atomics
+  warp_atomic,   // each warp's result combined with atomics
+};
 
 class host_policy {
  public:
@@ -47,9 +59,29 @@ class device_policy {
   }
   constexpr unsigned forced_grid_size() const { return grid_size_; }
 
+  // Forces a strategy. The atomic ones need an integer type with an exact operator, or
+  // nondeterministic(); a strategy that cannot run the call throws std::invalid_argument.
+  constexpr device_policy strategy(tally::strategy s) const {
+    device_policy p = *this;
+    p.strategy_ = s;
+    return p;
+  }
+  constexpr tally::strategy forced_strategy() const { return strategy_; }
+
+  // Gives up bit-for-bit reproducibility: floating-point atomics may then combine partial
+  // results in whatever order they arrive.
+  constexpr device_policy nondeterministic() const {
+    device_policy p = *this;
+    p.nondeterministic_ = true;
+    return p;
+  }
+  constexpr bool is_nondeterministic() const { return nondeterministic_; }
+
  private:
   cudaStream_t stream_ = nullptr;
   unsigned grid_size_ = 0;
+  tally::strategy strategy_ = tally::strategy::automatic;
+  bool nondeterministic_ = false;
 };
 
 inline constexpr host_policy host{};

@@ -52,4 +52,22 @@ struct multiplies<void> {
   }
 };
 
+// Bitwise operators, for integer reductions (and the atomic strategies' exact integer ops).
+#define TALLY_DEFINE_BITWISE_OP(name, symbol)                                                          \
+  template <class T = void>                                                                           \
+  struct name {                                                                                       \
+    __host__ __device__ constexpr T operator()(const T& a, const T& b) const { return a symbol b; }   \
+  };                                                                                                  \
+  template <>                                                                                         \
+  struct name<void> {                                                                                 \
+    template <class A, class B>                                                                       \
+    __host__ __device__ constexpr auto operator()(const A& a, const B& b) const -> decltype(a symbol b) { \
+      return a symbol b;                                                                              \
+    }                                                                                                 \
+  };
+TALLY_DEFINE_BITWISE_OP(bit_and, &)
+TALLY_DEFINE_BITWISE_OP(bit_or, |)
+TALLY_DEFINE_BITWISE_OP(bit_xor, ^)
+#undef TALLY_DEFINE_BITWISE_OP
+
 }  // namespace tally

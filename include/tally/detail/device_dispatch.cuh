@@ -1,6 +1,7 @@
 #pragma once
 // Device dispatch: check the arguments, classify the input, make the plan, launch.
 
+#include "tally/detail/atomic_reduce.cuh"
 #include "tally/detail/iterators.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/reduce_kernel.cuh"
@@ -39,30 +40,83 @@ int resident_blocks_per_sm(Kernel kernel, int device, std::atomic<int>* cache, i
   return blocks;
 }
 
-template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
-                   const device_policy& policy, int device) {
-  static_assert(sizeof(partial_slot<Acc>) <= max_accumulator_bytes, "tally: the accumulator type is too large");
-  const reduction_plan plan = make_plan(n, VW);
-  const stream_scratch scratch = scratch_for(device, policy.stream());
-  auto kernel = single_pass_reduce_kernel<Acc, VW, Loader, Op, Out>;
+// The grid: every block resident at once on this device (more would only queue), never
+// more blocks than tiles. The result does not depend on it.
+template <class Kernel>
+std::uint64_t grid_for(Kernel kernel, const reduction_plan& plan, const device_policy& policy, int device,
+                       std::atomic<int>* occupancy_cache, int cache_size) {
   std::uint64_t grid = policy.forced_grid_size();
   if (grid == 0) {
-    constexpr int cached_devices = 64;
-    static std::atomic<int> occupancy[cached_devices];  // one cache per kernel instantiation
     grid = std::uint64_t(properties(device).multiprocessors) *
-           resident_blocks_per_sm(kernel, device, occupancy, cached_devices);
+           resident_blocks_per_sm(kernel, device, occupancy_cache, cache_size);
   }
-  if (grid > plan.tiles) grid = plan.tiles;
-#if TALLY_TUNE_BALANCED_GRID
-  // Every block takes the same number of tiles: no block is left with one fewer at the end.
-  if (policy.forced_grid_size() == 0) {
-    const std::uint64_t per_block = (plan.tiles + grid - 1) / grid;
-    grid = (plan.tiles + per_block - 1) / per_block;
+  return grid < plan.tiles ? grid : plan.tiles;
+}
+
+// The strategy a call runs: the forced one if it can run the call, else tally's choice.
+// The fixed-order single pass is the default for every type: it is as fast as the atomic
+// strategies on the H100 (benchmarks/RESULTS.md) and reproducible for every operator.
+template <class Acc, class Op>
+tally::strategy choose_strategy(const device_policy& policy, const char* algorithm) {
+  const tally::strategy forced = policy.forced_strategy();
+  if (forced == tally::strategy::block_atomic || forced == tally::strategy::warp_atomic) {
+    if constexpr (!fits_atomic_word_v<Acc>) {
+      throw_invalid_argument(algorithm, "the atomic strategies need an accumulator (init's type) of 4 or 8 bytes");
+    } else if (!policy.is_nondeterministic() && !is_exact_integer_op_v<Acc, Op>) {
+      throw_invalid_argument(algorithm,
+                             "an atomic strategy on this type and operator would make the result depend on the order "
+                             "of the atomics; ask for it with tally::device.nondeterministic()");
+    }
+    return forced;
   }
-#endif
-  kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(
-      load, plan, init, op, static_cast<partial_slot<Acc>*>(scratch.partials), scratch.counter, out, ready);
+  return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
+}
+
+template <class Acc, int VW, class Loader, class Op, class Out>
+void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                   const device_policy& policy, int device, const char* algorithm) {
+  static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
+  const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
+  const reduction_plan plan = make_plan(n, VW);
+  const stream_scratch scratch = scratch_for(device, policy.stream());
+  auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
+  const cudaStream_t stream = policy.stream();
+  constexpr int cached_devices = 64;
+
+  if constexpr (fits_atomic_word_v<Acc>) {
+    if (chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic) {
+      const atomic_control control{scratch.control};
+      if (chosen == tally::strategy::block_atomic) {
+        auto kernel = atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>;
+        static std::atomic<int> occupancy[cached_devices];
+        const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
+        kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, control, out, ready);
+      } else {
+        auto kernel = atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>;
+        static std::atomic<int> occupancy[cached_devices];
+        const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
+        kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, control, out, ready);
+      }
+      TALLY_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+  }
+
+  if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
+    auto kernel = tile_partials_kernel<Acc, VW, Loader, Op>;
+    static std::atomic<int> occupancy[cached_devices];
+    const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
+    kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, op, cells);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, stream>>>(plan.tiles, init, op, cells, out, ready);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+
+  auto kernel = single_pass_reduce_kernel<Acc, VW, Loader, Op, Out>;
+  static std::atomic<int> occupancy[cached_devices];  // one cache per kernel instantiation
+  const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
+  kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, cells, out, ready);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -79,13 +133,13 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
     if constexpr (vw > 1 && sizeof(elem) * vw == 16) {
       if (reinterpret_cast<std::uintptr_t>(data) % 16 == 0) {
-        launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, ready, policy, device);
+        launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
         return;
       }
     }
-    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, ready, policy, device);
+    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
   } else {
-    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, ready, policy, device);
+    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, ready, policy, device, algorithm);
   }
 }
 

@@ -1,25 +1,23 @@
 #pragma once
-// The single-pass reduction kernel: blocks reduce tiles into partials, and the last block
-// to finish (found by an atomic counter that it then resets) folds the partials in the
-// plan's fixed order and writes op(init, total).
+// The reduction kernels. Blocks reduce the plan's tiles into partials and one block folds
+// the partials in the plan's fixed order, then writes op(init, total):
+//   single pass  block 0, after its own tiles, folds each partial as soon as it is
+//                published (a ready flag beside every partial, cleared again by block 0)
+//   two pass     a second launch folds them
+// The atomic strategies (atomic_reduce_kernel) combine block or warp results with atomics
+// instead; their order is not fixed, so they are reproducible only for exact integer ops.
 
 #include "tally/block/reduce.cuh"
 #include "tally/detail/loads.cuh"
+#include "tally/detail/partials.cuh"
 #include "tally/detail/plan.cuh"
+
+#include <cuda/atomic>
 
 #include <cstdint>
 
-#ifndef TALLY_TUNE_FOLD_BATCH
-#define TALLY_TUNE_FOLD_BATCH 8
-#endif
 
 namespace tally::detail {
-
-// A partial in scratch, padded to whole 32-bit words so it can be read back coherently.
-template <class Acc>
-struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_slot {
-  Acc value;
-};
 
 template <class Acc, class V, class Op>
 __device__ __forceinline__ void fold_into(Acc& acc, const V& x, Op& op) {
@@ -124,56 +122,82 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int
   }
 }
 
+// Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                                partial_cell<Acc>* cells) {
+  for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
+    const Acc partial = reduce_tile<Acc, VW>(load, plan, tile, op);
+    if (threadIdx.x == 0) cells[tile].publish(partial);
+  }
+}
+
+// The plan's fold of the tile partials, by one whole block: thread t folds partials t,
+// t + block_threads, ... in order, then the block tree. A batch of cells is polled at a
+// time, so the L2 latencies overlap; a cell not yet published is polled again together
+// with the rest of its batch until it is. Every cell read is cleared for the next call.
+template <class Acc, class Op>
+__device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op) {
+  constexpr int batch = sizeof(Acc) <= 8 ? 16 : (sizeof(Acc) <= 32 ? 4 : 1);
+  Acc acc{};
+  bool valid = false;
+  for (std::uint64_t base = threadIdx.x; base < tiles; base += std::uint64_t(batch) * block_threads) {
+    Acc value[batch];
+    bool ready[batch];
+#pragma unroll
+    for (int j = 0; j < batch; ++j) {
+      const std::uint64_t k = base + std::uint64_t(j) * block_threads;
+      ready[j] = k >= tiles || cells[k].try_read(value[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < batch; ++j) {
+      const std::uint64_t k = base + std::uint64_t(j) * block_threads;
+      if (k >= tiles) break;
+      while (!ready[j]) {
+#pragma unroll
+        for (int i = j; i < batch; ++i) {
+          const std::uint64_t ki = base + std::uint64_t(i) * block_threads;
+          if (!ready[i] && ki < tiles) ready[i] = cells[ki].try_read(value[i]);
+        }
+      }
+      cells[k].clear();
+      acc = valid ? static_cast<Acc>(op(acc, value[j])) : value[j];
+      valid = true;
+    }
+  }
+  return tally::block::reduce<block_threads>(acc, valid, op);
+}
+
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
-    single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_slot<Acc>* partials,
-                              unsigned int* counter, Out* out, unsigned int* ready) {
-  if (plan.tiles == 1) {  // one tile, one block: no partials, no guard
+    single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
+                              unsigned int* ready) {
+  if (plan.tiles == 1) {  // one tile, one block: no partials
     const Acc total = reduce_tile<Acc, VW>(load, plan, 0, op);
     if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
     return;
   }
+  reduce_my_tiles<Acc, VW>(load, plan, op, cells);
+  // Block 0 waits only on blocks that need nothing from it, so every block finishes
+  // whatever the order in which the GPU schedules them.
+  if (blockIdx.x != 0) return;
+  const Acc total = fold_published_partials(cells, plan.tiles, op);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+}
 
-  for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
-    const Acc partial = reduce_tile<Acc, VW>(load, plan, tile, op);
-    if (threadIdx.x == 0) partials[tile].value = partial;
-  }
+// Two pass: the first launch publishes the partials, the second folds them (same bits as
+// the single pass).
+template <class Acc, int VW, class Loader, class Op>
+__global__ void __launch_bounds__(block_threads)
+    tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
+  reduce_my_tiles<Acc, VW>(load, plan, op, cells);
+}
 
-  // Last-block guard: publish this block's partials, then count it done.
-  __shared__ bool is_last_block;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    is_last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!is_last_block) return;
-  __threadfence();
-
-  // Thread t folds partials t, t + block_threads, ... in order. They are loaded a batch at a
-  // time so that the L2 latencies overlap instead of adding up.
-  constexpr int batch = TALLY_TUNE_FOLD_BATCH;
-  Acc acc{};
-  bool valid = false;
-  for (std::uint64_t base = threadIdx.x; base < plan.tiles; base += batch * block_threads) {
-    Acc loaded[batch];
-#pragma unroll
-    for (int b = 0; b < batch; ++b) {
-      const std::uint64_t k = base + std::uint64_t(b) * block_threads;
-      if (k < plan.tiles) loaded[b] = load_coherent(&partials[k]).value;
-    }
-#pragma unroll
-    for (int b = 0; b < batch; ++b) {
-      if (base + std::uint64_t(b) * block_threads < plan.tiles) {
-        acc = valid ? static_cast<Acc>(op(acc, loaded[b])) : loaded[b];
-        valid = true;
-      }
-    }
-  }
-  const Acc total = tally::block::reduce<block_threads>(acc, valid, op);
-  if (threadIdx.x == 0) {
-    *counter = 0;
-    publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);  // every other block has counted itself: ready for the next call
-  }
+template <class Acc, class Op, class Out>
+__global__ void __launch_bounds__(block_threads)
+    fold_partials_kernel(std::uint64_t tiles, Acc init, Op op, partial_cell<Acc>* cells, Out* out, unsigned int* ready) {
+  const Acc total = fold_published_partials(cells, tiles, op);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
 }  // namespace tally::detail

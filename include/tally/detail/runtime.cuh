@@ -27,15 +27,20 @@ bool is_device_accessible(const void* p, const device_properties& props);
 
 // Largest accumulator a device reduction supports, in bytes; scratch is sized for it.
 inline constexpr std::size_t max_accumulator_bytes = 256;
-// Most tile partials one plan produces (see plan.cuh); scratch holds this many accumulators.
+// Most tile partials one plan produces (see plan.cuh); scratch holds this many cells.
 inline constexpr std::size_t max_tiles = 8192;
+// Bytes of scratch for one tile partial and its ready flag (partials.cuh).
+inline constexpr std::size_t partial_cell_bytes = max_accumulator_bytes + 16;
+// Bytes of the control block in front of the cells: the atomic strategies' counters and
+// accumulator (control_words below).
+inline constexpr std::size_t control_bytes = 256;
 
 // Scratch owned by one (device, stream) pair. Work on one stream runs in order, so calls
-// on the same stream may share it; calls on different streams never do. The counter is
-// zero between calls: the kernel that uses it resets it.
+// on the same stream may share it; calls on different streams never do. All of it is zero
+// bytes between calls: each kernel clears what it used before it ends.
 struct stream_scratch {
-  unsigned int* counter = nullptr;  // last-block guard
-  void* partials = nullptr;         // max_tiles * max_accumulator_bytes bytes
+  unsigned int* control = nullptr;  // control_bytes: counters, then an accumulator at byte 128
+  void* partials = nullptr;         // max_tiles * partial_cell_bytes bytes
 };
 stream_scratch scratch_for(int device, cudaStream_t stream);
 
