@@ -39,19 +39,23 @@ TEST(plan, covers_random_and_huge_sizes) {
 }
 
 TEST(plan, small_inputs_take_one_step_tiles_and_large_ones_cap_the_tile_count) {
+  const std::uint64_t step = std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * 4;
   EXPECT_EQ(make_plan(1000, 4).tiles, 1u);
-  EXPECT_EQ(make_plan(4096, 4).tiles, 1u);
-  EXPECT_EQ(make_plan(4097, 4).tiles, 2u);
-  EXPECT_EQ(make_plan(std::uint64_t(1) << 22, 4).steps_per_tile, 1);
-  const auto huge = make_plan(std::uint64_t(1) << 28, 4);
+  EXPECT_EQ(make_plan(step, 4).tiles, 1u);
+  EXPECT_EQ(make_plan(step + 1, 4).tiles, 2u);
+  EXPECT_EQ(make_plan(step * plan_max_tiles, 4).steps_per_tile, 1);
+  EXPECT_EQ(make_plan(step * plan_max_tiles + 1, 4).steps_per_tile, 2);
+  const std::uint64_t n = std::uint64_t(1) << 28;
+  const auto huge = make_plan(n, 4);
   EXPECT_EQ(huge.tiles, plan_max_tiles);
-  EXPECT_EQ(huge.steps_per_tile, 8);
+  EXPECT_EQ(std::uint64_t(huge.steps_per_tile), (n / step + plan_max_tiles - 1) / plan_max_tiles);
 }
 
 TEST(plan, is_usable_at_compile_time) {
   constexpr auto plan = make_plan(12345, 4);
-  static_assert(plan.tiles == 4, "12345 floats make four 4096-element tiles");
-  EXPECT_EQ(plan.tiles, 4u);
+  constexpr std::uint64_t step = std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * 4;
+  static_assert(plan.tiles == (12345 + step - 1) / step, "one-step tiles for small inputs");
+  EXPECT_EQ(plan.step_items, step);
 }
 
 }  // namespace

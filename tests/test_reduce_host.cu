@@ -150,7 +150,7 @@ TEST(host_backend_follows_the_plan, same_bits_as_the_plan_oracle) {
 }
 
 TEST(host_backend_follows_the_plan, multi_step_tiles_match_the_oracle) {
-  // Past max_tiles steps, tiles take several steps each: 8-byte values, 2 per chunk.
+  // Past plan_max_tiles steps, tiles take several steps each: 8-byte values, 2 per chunk.
   seeded s(17);
   SCOPED_TRACE(s.trace());
   const std::size_t n = tally::detail::max_tiles * 2048 + 12345;

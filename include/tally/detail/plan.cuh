@@ -26,12 +26,14 @@ namespace tally::detail {
 
 // The TALLY_TUNE_* macros exist for scripts/tune, which builds variants of the plan to
 // compare them in one run; a program must never mix translation units built with
-// different values. Without them the defaults below are the plan.
+// different values. Without them the defaults below are the plan: 8 loads per step and
+// at most 2048 tiles measured fastest on the H100 (block 0 polls fewer partials), see
+// benchmarks/RESULTS.md.
 #ifndef TALLY_TUNE_LOADS_PER_STEP
-#define TALLY_TUNE_LOADS_PER_STEP 4
+#define TALLY_TUNE_LOADS_PER_STEP 8
 #endif
 #ifndef TALLY_TUNE_PLAN_TILES
-#define TALLY_TUNE_PLAN_TILES 8192
+#define TALLY_TUNE_PLAN_TILES 2048
 #endif
 
 inline constexpr int block_threads = 256;
