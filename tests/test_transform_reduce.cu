@@ -118,6 +118,46 @@ TEST_F(transform_reduce_device, every_form_against_std_references_and_the_host) 
   }
 }
 
+struct float_square {
+  __host__ __device__ float operator()(float x) const { return x * x; }
+};
+struct float_product {
+  __host__ __device__ float operator()(float x, float y) const { return x * y; }
+};
+
+// Aligned bases take the vectorized transform loaders, misaligned ones the element path;
+// both follow the plan, so the bits equal the host's either way.
+TEST_F(transform_reduce_device, float_views_equal_the_host_bit_for_bit_aligned_or_not) {
+  auto sizes = tally_test::boundary_sizes();
+  sizes.push_back((std::size_t(1) << 22) + 17);
+  for (std::size_t n : sizes) {
+    for (std::size_t offset : {0, 1, 3}) {
+      seeded s(n * 3 + offset);
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(offset) + ", " + s.trace());
+      const auto a = tally_test::random_values<float>(n, s.rng);
+      const auto b = tally_test::random_values<float>(n, s.rng);
+      tally_test::device_buffer<float> da(a, offset), db(b, offset);
+      EXPECT_EQ(bits_of(tally::transform_reduce(tally::device, da.begin(), da.end(), float_square{}, 0.5f,
+                                                tally::plus<float>{})),
+                bits_of(tally::transform_reduce(tally::host, a.begin(), a.end(), float_square{}, 0.5f,
+                                                tally::plus<float>{})));
+      EXPECT_EQ(bits_of(tally::inner_product(tally::device, da.begin(), da.end(), db.begin(), 0.0f)),
+                bits_of(tally::inner_product(tally::host, a.begin(), a.end(), b.begin(), 0.0f)));
+      EXPECT_EQ(bits_of(tally::transform_reduce(tally::device, da.begin(), da.end(), db.begin(), 1.0f,
+                                                tally::plus<float>{}, float_product{})),
+                bits_of(tally::transform_reduce(tally::host, a.begin(), a.end(), b.begin(), 1.0f, tally::plus<float>{},
+                                                float_product{})));
+      if (n > 0) {
+        double sq = 0.5;
+        for (float x : a) sq += double(x) * double(x);
+        const float got = tally::transform_reduce(tally::device, da.begin(), da.end(), float_square{}, 0.5f,
+                                                  tally::plus<float>{});
+        EXPECT_NEAR(got, sq, 1e-5 * sq + 1e-6);
+      }
+    }
+  }
+}
+
 TEST_F(transform_reduce_device, a_host_base_under_a_device_policy_is_refused) {
   int pageable = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0), cudaSuccess);

@@ -17,6 +17,7 @@
 #include "tally/detail/host_backend.cuh"
 #include "tally/detail/iterators.cuh"
 #include "tally/detail/runtime.cuh"
+#include "tally/detail/transform_views.cuh"
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
 #include "tally/functional.cuh"
@@ -70,7 +71,7 @@ template <class Acc, class It, class Op>
 Acc reduce_impl(const host_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
   const std::uint64_t n = checked_distance(first, last, "reduce");
-  return host::reduce(first, n, init, op, policy.thread_count(), vector_width_v<iterator_value_t<It>>);
+  return host::reduce(first, n, init, op, policy.thread_count(), plan_vector_width_v<It>);
 }
 
 template <class Acc, class It, class Op>

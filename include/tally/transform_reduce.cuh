@@ -16,6 +16,7 @@
 // The transforming functors must be callable on the side that runs them; for device
 // iterators, make them __host__ __device__ (as thrust::transform_iterator needs).
 
+#include "tally/detail/transform_views.cuh"
 #include "tally/reduce.cuh"
 
 #include <thrust/iterator/transform_iterator.h>
@@ -45,14 +46,6 @@ struct equal_to_value {
   }
 };
 
-template <class Transform>
-struct apply_to_pair {
-  Transform transform;
-  template <class Tuple>
-  __host__ __device__ auto operator()(const Tuple& pair) const {
-    return transform(thrust::get<0>(pair), thrust::get<1>(pair));
-  }
-};
 
 // A fancy iterator hides its base from tally::reduce's pointer checks, so the checks run
 // here on the base: a contiguous base under a device policy must be device-readable.

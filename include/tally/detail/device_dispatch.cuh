@@ -6,6 +6,7 @@
 #include "tally/detail/plan.cuh"
 #include "tally/detail/reduce_kernel.cuh"
 #include "tally/detail/runtime.cuh"
+#include "tally/detail/transform_views.cuh"
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
 
@@ -126,19 +127,41 @@ template <class Acc, class It, class Op, class Out>
 void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
                    const device_policy& policy, int device, const char* algorithm) {
   using V = iterator_value_t<It>;
-  constexpr int vw = vector_width_v<V>;
+  constexpr int vw = plan_vector_width_v<It>;
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   if constexpr (is_contiguous_v<It>) {
     const auto* data = raw_pointer(first);
     check_device_accessible(data, properties(device), algorithm, "the input range");
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
     if constexpr (vw > 1 && sizeof(elem) * vw == 16) {
-      if (reinterpret_cast<std::uintptr_t>(data) % 16 == 0) {
+      if (aligned(data)) {
         launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
         return;
       }
     }
     launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
   } else {
+    if constexpr (transform_view<It>::single && vw > 1) {
+      const auto* data = raw_pointer(first.base());
+      using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
+      if (aligned(data)) {
+        using loader = transform_vector_loader<decltype(first.functor()), elem, V, vw>;
+        launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
+        return;
+      }
+    } else if constexpr (transform_view<It>::paired && vw > 1) {
+      const auto& bases = first.base().get_iterator_tuple();
+      const auto* a = raw_pointer(thrust::get<0>(bases));
+      const auto* b = raw_pointer(thrust::get<1>(bases));
+      using e1 = std::remove_cv_t<std::remove_pointer_t<decltype(a)>>;
+      using e2 = std::remove_cv_t<std::remove_pointer_t<decltype(b)>>;
+      if (aligned(a) && aligned(b)) {
+        using loader = pair_vector_loader<decltype(first.functor().transform), e1, e2, V, vw>;
+        launch_reduce<Acc, vw>(loader{a, b, first.functor().transform}, n, init, op, out, ready, policy, device,
+                               algorithm);
+        return;
+      }
+    }
     launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, ready, policy, device, algorithm);
   }
 }

@@ -1,0 +1,108 @@
+#pragma once
+// Transformed views over contiguous memory: thrust::transform_iterator over a contiguous
+// base, and tally's pairing view (a transform over a zip of two contiguous ranges, which
+// transform_reduce and inner_product build). Dispatch reads their bases with 16-byte vector
+// loads and applies the functor in registers; the plan's vector width comes from the base
+// elements, on the host and the device alike, so both still follow one plan.
+
+#include "tally/detail/iterators.cuh"
+#include "tally/detail/plan.cuh"
+
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/tuple.h>
+
+#include <cstring>
+#include <type_traits>
+
+namespace tally::detail {
+
+// transform_op(a, b) over the pairs of a zip: the view transform_reduce's two-range forms
+// and inner_product reduce.
+template <class Transform>
+struct apply_to_pair {
+  Transform transform;
+  template <class Tuple>
+  __host__ __device__ auto operator()(const Tuple& pair) const {
+    return transform(thrust::get<0>(pair), thrust::get<1>(pair));
+  }
+};
+
+template <class It>
+struct transform_view {
+  static constexpr bool single = false;
+  static constexpr bool paired = false;
+};
+
+template <class F, class Base, class R, class V>
+struct transform_view<thrust::transform_iterator<F, Base, R, V>> {
+  static constexpr bool single = is_contiguous_v<Base>;
+  static constexpr bool paired = false;
+};
+
+template <class Transform, class It1, class It2, class R, class V>
+struct transform_view<thrust::transform_iterator<apply_to_pair<Transform>, thrust::zip_iterator<thrust::tuple<It1, It2>>, R, V>> {
+  static constexpr bool single = false;
+  static constexpr bool paired = is_contiguous_v<It1> && is_contiguous_v<It2> &&
+                                 sizeof(iterator_value_t<It1>) == sizeof(iterator_value_t<It2>);
+  using first_t = It1;
+  using second_t = It2;
+};
+
+// The vector width of the plan for an iterator: its base's where dispatch reads a base.
+template <class It>
+constexpr int plan_vector_width() {
+  if constexpr (transform_view<It>::single) {
+    return vector_width_v<iterator_value_t<typename It::base_type>>;
+  } else if constexpr (transform_view<It>::paired) {
+    return vector_width_v<iterator_value_t<typename transform_view<It>::first_t>>;
+  } else {
+    return vector_width_v<iterator_value_t<It>>;
+  }
+}
+template <class It>
+inline constexpr int plan_vector_width_v = plan_vector_width<It>();
+
+#if defined(__CUDACC__)
+// Reads 16 bytes of the base per chunk and transforms them: f(base[i]) as V.
+template <class F, class E, class V, int VW>
+struct transform_vector_loader {
+  static_assert(sizeof(E) * VW == 16, "transform_vector_loader reads 16-byte chunks");
+  using value_type = V;
+  const E* data;
+  F f;
+
+  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(data + first));
+    E e[VW];
+    std::memcpy(e, &raw, sizeof(raw));
+#pragma unroll
+    for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(f(e[j]));
+  }
+  __device__ __forceinline__ V element(std::uint64_t i) const { return static_cast<V>(f(data[i])); }
+};
+
+// Two bases of equal element size, 16 bytes of each per chunk: transform(a[i], b[i]) as V.
+template <class T, class E1, class E2, class V, int VW>
+struct pair_vector_loader {
+  static_assert(sizeof(E1) * VW == 16 && sizeof(E2) * VW == 16, "pair_vector_loader reads 16-byte chunks");
+  using value_type = V;
+  const E1* a;
+  const E2* b;
+  T transform;
+
+  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+    const uint4 raw_a = __ldg(reinterpret_cast<const uint4*>(a + first));
+    const uint4 raw_b = __ldg(reinterpret_cast<const uint4*>(b + first));
+    E1 x[VW];
+    E2 y[VW];
+    std::memcpy(x, &raw_a, sizeof(raw_a));
+    std::memcpy(y, &raw_b, sizeof(raw_b));
+#pragma unroll
+    for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(transform(x[j], y[j]));
+  }
+  __device__ __forceinline__ V element(std::uint64_t i) const { return static_cast<V>(transform(a[i], b[i])); }
+};
+#endif
+
+}  // namespace tally::detail
