@@ -17,6 +17,13 @@
 #include <cstdint>
 
 
+#ifndef TALLY_TUNE_FOLD_BATCH
+#define TALLY_TUNE_FOLD_BATCH 16  // partials block 0 polls at once per thread (small types)
+#endif
+#ifndef TALLY_TUNE_MIN_BLOCKS
+#define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
+#endif
+
 namespace tally::detail {
 
 template <class Acc, class V, class Op>
@@ -138,7 +145,7 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 // with the rest of its batch until it is. Every cell read is cleared for the next call.
 template <class Acc, class Op>
 __device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op) {
-  constexpr int batch = sizeof(Acc) <= 8 ? 16 : (sizeof(Acc) <= 32 ? 4 : 1);
+  constexpr int batch = sizeof(Acc) <= 8 ? TALLY_TUNE_FOLD_BATCH : (sizeof(Acc) <= 32 ? 4 : 1);
   Acc acc{};
   bool valid = false;
   for (std::uint64_t base = threadIdx.x; base < tiles; base += std::uint64_t(batch) * block_threads) {
@@ -169,7 +176,7 @@ __device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t t
 }
 
 template <class Acc, int VW, class Loader, class Op, class Out>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, TALLY_TUNE_MIN_BLOCKS)
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
                               unsigned int* ready) {
   if (plan.tiles == 1) {  // one tile, one block: no partials
@@ -188,7 +195,7 @@ __global__ void __launch_bounds__(block_threads)
 // Two pass: the first launch publishes the partials, the second folds them (same bits as
 // the single pass).
 template <class Acc, int VW, class Loader, class Op>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, TALLY_TUNE_MIN_BLOCKS)
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
   reduce_my_tiles<Acc, VW>(load, plan, op, cells);
 }
