@@ -1,0 +1,222 @@
+#pragma once
+// tally::min_element, tally::max_element, tally::minmax_element: Thrust's signatures, one
+// pass of tally::transform_reduce over (value, index) candidates.
+//
+//   It min_element(policy, first, last[, comp])      the first of the smallest elements
+//   It max_element(policy, first, last[, comp])      the first of the largest elements
+//   thrust::pair<It, It> minmax_element(policy, first, last[, comp])
+//                                                    the first of the smallest and the
+//                                                    last of the largest (std's rule)
+//   each also without a policy: host or device from the iterator's system.
+//   comp defaults to thrust::less<value_type>; an empty range returns last ({last, last}).
+//
+// The candidates are folded by a combine that keeps the one ranked first by (value under
+// comp, index): a total order, so the combine is associative and commutative and the
+// answer does not depend on the shape of the reduction tree, the grid or the backend.
+
+#include "tally/transform_reduce.cuh"
+
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/pair.h>
+
+#include <cstdint>
+#include <iterator>
+
+namespace tally {
+namespace detail {
+
+// An element's value and position. A negative index means "no element": the identity
+// that init stands for, so that an empty side never wins.
+template <class V>
+struct indexed_value {
+  V value;
+  std::int64_t index;
+};
+
+template <class V>
+struct min_and_max {
+  indexed_value<V> min;
+  indexed_value<V> max;
+};
+
+// Which of two candidates to keep: the smaller value under comp (the larger, for a
+// maximum); of equivalent values, the smaller index (the larger, with LastOfEquals).
+template <class V, class Comp, bool Maximum, bool LastOfEquals>
+struct keep_extremum {
+  Comp comp;
+
+  // comp may be host-only (a plain lambda) under a host policy; the device instantiation
+  // is then never used, so nvcc need not check it.
+#pragma nv_exec_check_disable
+  __host__ __device__ indexed_value<V> operator()(const indexed_value<V>& a, const indexed_value<V>& b) const {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    const bool a_ranks_first = Maximum ? comp(b.value, a.value) : comp(a.value, b.value);
+    if (a_ranks_first) return a;
+    const bool b_ranks_first = Maximum ? comp(a.value, b.value) : comp(b.value, a.value);
+    if (b_ranks_first) return b;
+    return (a.index < b.index) != LastOfEquals ? a : b;
+  }
+};
+
+template <class V, class Comp>
+using keep_first_min = keep_extremum<V, Comp, false, false>;
+template <class V, class Comp>
+using keep_first_max = keep_extremum<V, Comp, true, false>;
+template <class V, class Comp>
+using keep_last_max = keep_extremum<V, Comp, true, true>;
+
+template <class V, class Comp>
+struct keep_min_and_max {
+  Comp comp;
+
+  __host__ __device__ min_and_max<V> operator()(const min_and_max<V>& a, const min_and_max<V>& b) const {
+    return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_last_max<V, Comp>{comp}(a.max, b.max)};
+  }
+};
+
+// Element i of the input as a candidate, or as both candidates of a min_and_max.
+template <class It, class V>
+struct read_candidate {
+  It first;
+
+  // A host-only iterator (std::vector's) is read only under a host policy.
+#pragma nv_exec_check_disable
+  __host__ __device__ indexed_value<V> operator()(std::int64_t i) const {
+    return {static_cast<V>(first[static_cast<typename std::iterator_traits<It>::difference_type>(i)]), i};
+  }
+};
+
+template <class It, class V>
+struct read_candidate_pair {
+  It first;
+
+  // As read_candidate: a host-only iterator is read only under a host policy.
+#pragma nv_exec_check_disable
+  __host__ __device__ min_and_max<V> operator()(std::int64_t i) const {
+    const indexed_value<V> candidate = read_candidate<It, V>{first}(i);
+    return {candidate, candidate};
+  }
+};
+
+// Under a device policy a contiguous range is read through its raw pointer, as
+// tally::reduce's loaders read it, rather than through device_reference proxies.
+template <class It>
+auto element_source(const device_policy&, It first) {
+  if constexpr (is_contiguous_v<It>) {
+    return raw_pointer(first);
+  } else {
+    return first;
+  }
+}
+template <class It>
+It element_source(const host_policy&, It first) {
+  return first;
+}
+
+// One pass over [first, last): Read makes each element a candidate, Keep folds them.
+// Returns `none` for an empty range. The checks that tally::reduce makes on a contiguous
+// input run here, since the reduction sees only a view over the indices.
+template <template <class, class> class Read, class Policy, class It, class Candidate, class Keep>
+Candidate reduce_candidates(const Policy& policy, It first, It last, Candidate none, Keep keep,
+                            const char* algorithm) {
+  const auto p = normalize_policy(policy);
+  const std::uint64_t n = checked_distance(first, last, algorithm);
+  if (n == 0) return none;
+  check_base(p, first, n, algorithm);
+  using reader = Read<decltype(element_source(p, first)), iterator_value_t<It>>;
+  const thrust::counting_iterator<std::int64_t> indices(0), indices_end(static_cast<std::int64_t>(n));
+  return transform_reduce_impl(p, indices, indices_end, reader{element_source(p, first)}, none, keep, algorithm);
+}
+
+template <class It>
+It advance_to(It first, std::int64_t index) {
+  return first + static_cast<typename std::iterator_traits<It>::difference_type>(index);
+}
+
+template <class V>
+constexpr indexed_value<V> no_candidate() {
+  return {V{}, -1};
+}
+
+}  // namespace detail
+
+// ---- min_element ----
+
+template <class Policy, class It, class Comp, detail::enable_if_policy_t<Policy> = 0>
+It min_element(const Policy& policy, It first, It last, Comp comp) {
+  using V = detail::iterator_value_t<It>;
+  const auto best = detail::reduce_candidates<detail::read_candidate>(
+      policy, first, last, detail::no_candidate<V>(), detail::keep_first_min<V, Comp>{comp}, "min_element");
+  return best.index < 0 ? last : detail::advance_to(first, best.index);
+}
+
+template <class Policy, class It, detail::enable_if_policy_t<Policy> = 0>
+It min_element(const Policy& policy, It first, It last) {
+  return tally::min_element(policy, first, last, thrust::less<detail::iterator_value_t<It>>{});
+}
+
+template <class It, class Comp, detail::enable_if_iterator_t<It> = 0>
+It min_element(It first, It last, Comp comp) {
+  return tally::min_element(detail::policy_for_iterator<It>(), first, last, comp);
+}
+
+template <class It, detail::enable_if_iterator_t<It> = 0>
+It min_element(It first, It last) {
+  return tally::min_element(detail::policy_for_iterator<It>(), first, last);
+}
+
+// ---- max_element ----
+
+template <class Policy, class It, class Comp, detail::enable_if_policy_t<Policy> = 0>
+It max_element(const Policy& policy, It first, It last, Comp comp) {
+  using V = detail::iterator_value_t<It>;
+  const auto best = detail::reduce_candidates<detail::read_candidate>(
+      policy, first, last, detail::no_candidate<V>(), detail::keep_first_max<V, Comp>{comp}, "max_element");
+  return best.index < 0 ? last : detail::advance_to(first, best.index);
+}
+
+template <class Policy, class It, detail::enable_if_policy_t<Policy> = 0>
+It max_element(const Policy& policy, It first, It last) {
+  return tally::max_element(policy, first, last, thrust::less<detail::iterator_value_t<It>>{});
+}
+
+template <class It, class Comp, detail::enable_if_iterator_t<It> = 0>
+It max_element(It first, It last, Comp comp) {
+  return tally::max_element(detail::policy_for_iterator<It>(), first, last, comp);
+}
+
+template <class It, detail::enable_if_iterator_t<It> = 0>
+It max_element(It first, It last) {
+  return tally::max_element(detail::policy_for_iterator<It>(), first, last);
+}
+
+// ---- minmax_element ----
+
+template <class Policy, class It, class Comp, detail::enable_if_policy_t<Policy> = 0>
+thrust::pair<It, It> minmax_element(const Policy& policy, It first, It last, Comp comp) {
+  using V = detail::iterator_value_t<It>;
+  const detail::min_and_max<V> none{detail::no_candidate<V>(), detail::no_candidate<V>()};
+  const auto best = detail::reduce_candidates<detail::read_candidate_pair>(
+      policy, first, last, none, detail::keep_min_and_max<V, Comp>{comp}, "minmax_element");
+  if (best.min.index < 0) return {last, last};
+  return {detail::advance_to(first, best.min.index), detail::advance_to(first, best.max.index)};
+}
+
+template <class Policy, class It, detail::enable_if_policy_t<Policy> = 0>
+thrust::pair<It, It> minmax_element(const Policy& policy, It first, It last) {
+  return tally::minmax_element(policy, first, last, thrust::less<detail::iterator_value_t<It>>{});
+}
+
+template <class It, class Comp, detail::enable_if_iterator_t<It> = 0>
+thrust::pair<It, It> minmax_element(It first, It last, Comp comp) {
+  return tally::minmax_element(detail::policy_for_iterator<It>(), first, last, comp);
+}
+
+template <class It, detail::enable_if_iterator_t<It> = 0>
+thrust::pair<It, It> minmax_element(It first, It last) {
+  return tally::minmax_element(detail::policy_for_iterator<It>(), first, last);
+}
+
+}  // namespace tally

@@ -1,0 +1,72 @@
+#pragma once
+// tally::all_of, tally::any_of, tally::none_of: Thrust's signatures and results, as one
+// pass of tally::transform_reduce (an or of the predicate's answers).
+//
+//   bool all_of(policy, first, last, pred)     true on an empty range
+//   bool any_of(policy, first, last, pred)     false on an empty range
+//   bool none_of(policy, first, last, pred)    true on an empty range
+//   each also without a policy: host or device from the iterator's system.
+//
+// Every element is read: there is no early exit, so the cost is a full reduction
+// whatever the answer. pred must be callable on the side that runs it.
+
+#include "tally/transform_reduce.cuh"
+
+namespace tally {
+namespace detail {
+
+// pred's answer as a flag, or its negation: all_of is "no element fails pred". The flags
+// are unsigned rather than bool because the host backend keeps a tile's lanes in a
+// std::vector<Acc>, which for bool is the packed specialization; a 4-byte flag also lets
+// a forced atomic strategy run, bit_or being exact.
+template <class Pred, bool Negate>
+struct predicate_answer {
+  Pred pred;
+  // pred may be host-only (a plain lambda) under a host policy; the device instantiation
+  // is then never used, so nvcc need not check it.
+#pragma nv_exec_check_disable
+  template <class V>
+  __host__ __device__ unsigned operator()(const V& x) const {
+    return static_cast<bool>(pred(x)) != Negate ? 1u : 0u;
+  }
+};
+
+template <bool Negate, class Policy, class It, class Pred>
+bool any_answer(const Policy& policy, It first, It last, Pred pred, const char* algorithm) {
+  return transform_reduce_impl(policy, first, last, predicate_answer<Pred, Negate>{pred}, 0u, bit_or<unsigned>{},
+                               algorithm) != 0u;
+}
+
+}  // namespace detail
+
+template <class Policy, class It, class Pred, detail::enable_if_policy_t<Policy> = 0>
+bool any_of(const Policy& policy, It first, It last, Pred pred) {
+  return detail::any_answer<false>(policy, first, last, pred, "any_of");
+}
+
+template <class Policy, class It, class Pred, detail::enable_if_policy_t<Policy> = 0>
+bool all_of(const Policy& policy, It first, It last, Pred pred) {
+  return !detail::any_answer<true>(policy, first, last, pred, "all_of");
+}
+
+template <class Policy, class It, class Pred, detail::enable_if_policy_t<Policy> = 0>
+bool none_of(const Policy& policy, It first, It last, Pred pred) {
+  return !detail::any_answer<false>(policy, first, last, pred, "none_of");
+}
+
+template <class It, class Pred, detail::enable_if_iterator_t<It> = 0>
+bool any_of(It first, It last, Pred pred) {
+  return tally::any_of(detail::policy_for_iterator<It>(), first, last, pred);
+}
+
+template <class It, class Pred, detail::enable_if_iterator_t<It> = 0>
+bool all_of(It first, It last, Pred pred) {
+  return tally::all_of(detail::policy_for_iterator<It>(), first, last, pred);
+}
+
+template <class It, class Pred, detail::enable_if_iterator_t<It> = 0>
+bool none_of(It first, It last, Pred pred) {
+  return tally::none_of(detail::policy_for_iterator<It>(), first, last, pred);
+}
+
+}  // namespace tally
