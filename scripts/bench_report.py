@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises bench_reduce's Google Benchmark JSON as a markdown table (and a plot).
+"""Summarises bench_reduce's Google Benchmark JSON as markdown tables (and a plot).
 
 Usage:
   bench_reduce --benchmark_out=results.json --benchmark_out_format=json
@@ -7,8 +7,11 @@ Usage:
       [--markdown-out out.md] [--plot out.png]
 
 Reads the median aggregate of every benchmark (run_type "aggregate", aggregate_name
-"median"). Times are shown in microseconds, bandwidths in GB/s (1e9 bytes per second,
-N * 4 bytes read per call). Standard library only; matplotlib is needed for --plot only.
+"median"), named KIND/TYPE/VARIANT/N[/manual_time] (docs/benchmarks.md lists them; the
+older float-only names KIND/VARIANT/N are read as float). Prints one table per element type
+(float, int, double) and a summary against the performance issue's targets. Times are in
+microseconds, bandwidths in GB/s (1e9 bytes per second, N * sizeof(type) bytes read per
+call). Standard library only; matplotlib is needed for --plot only.
 """
 
 import argparse
@@ -16,42 +19,89 @@ import datetime
 import json
 import sys
 
-FAMILIES = {
-    "device/tally_reduce_into": "tally",
-    "device/cub_sum": "cub",
-    "device/read_ceiling": "ceiling",
-    "roundtrip/tally_reduce": "tally_rt",
-    "roundtrip/thrust_reduce": "thrust_rt",
+TYPES = ("float", "int", "double")
+BYTES_PER_ITEM = {"float": 4, "int": 4, "double": 8}
+VARIANTS = {
+    "device": {
+        "tally_reduce_into": "tally",
+        "tally_two_pass": "two_pass",
+        "tally_block_atomic": "block_atomic",
+        "tally_block_atomic_nd": "block_atomic",
+        "tally_warp_atomic": "warp_atomic",
+        "tally_warp_atomic_nd": "warp_atomic",
+        "cub_sum": "cub",
+        "read_ceiling": "ceiling",
+    },
+    "roundtrip": {
+        "tally_reduce": "tally_rt",
+        "thrust_reduce": "thrust_rt",
+        "tally_reduce_copy": "tally_rt_copy",
+    },
 }
+KEYS = sorted({key for names in VARIANTS.values() for key in names.values()})
+ATOMIC_KEYS = ("block_atomic", "warp_atomic")
+SHORT = {"two_pass": "two-pass", "block_atomic": "block", "warp_atomic": "warp"}
 TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-BYTES_PER_ITEM = 4  # float
+
+# The performance issue's targets (benchmarks/RESULTS.md quotes them): tally must reach at
+# least each bound.
+TARGET_NEVER_SLOWER_THAN_CUB = 1.0
+TARGET_MID_VS_CUB = 1.5  # 2^14 <= N <= 2^20
+TARGET_CEILING_PCT = 95.0  # N >= 2^24
+TARGET_ROUNDTRIP_SMALL = 2.5  # N <= 2^22
+TARGET_ROUNDTRIP_LARGE = 1.0  # N > 2^22
+
+
+def parse_name(run_name):
+    """(type, key, nondeterministic) of a benchmark name, or None if it is not ours."""
+    parts = run_name.split("/")
+    if len(parts) >= 3 and parts[0] in VARIANTS and parts[1] in TYPES:
+        typ, variant = parts[1], parts[2]
+    elif len(parts) >= 2 and parts[0] in VARIANTS:
+        typ, variant = "float", parts[1]  # the float-only suite's names
+    else:
+        return None
+    key = VARIANTS[parts[0]].get(variant)
+    if key is None:
+        return None
+    return typ, key, variant.endswith("_nd")
+
+
+def parse_n(bench, run_name):
+    if "N" in bench:
+        return int(round(float(bench["N"])))
+    for part in reversed(run_name.split("/")):
+        if part.isdigit():
+            return int(part)
+    return None
 
 
 def load_medians(path):
-    """Returns (context, {family key: {N: time in microseconds}})."""
+    """Returns (context, {type: {key: {N: time in microseconds}}}, {type: atomics are nd})."""
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    medians = {key: {} for key in FAMILIES.values()}
+    medians = {typ: {key: {} for key in KEYS} for typ in TYPES}
+    nondeterministic = {typ: False for typ in TYPES}
     for b in doc.get("benchmarks", []):
         if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median":
             continue
-        run_name = b.get("run_name", b.get("name", ""))
-        parts = run_name.split("/")
-        key = FAMILIES.get("/".join(parts[:2]))
-        if key is None:
+        if b.get("error_occurred"):
             continue
-        if "N" in b:
-            n = int(round(float(b["N"])))
-        else:
-            n = int(parts[2])
-        medians[key][n] = float(b["real_time"]) * TO_US[b.get("time_unit", "ns")]
-    return doc.get("context", {}), medians
+        run_name = b.get("run_name", b.get("name", ""))
+        parsed = parse_name(run_name)
+        n = parse_n(b, run_name)
+        if parsed is None or n is None:
+            continue
+        typ, key, nd = parsed
+        nondeterministic[typ] |= nd
+        medians[typ][key][n] = float(b["real_time"]) * TO_US[b.get("time_unit", "ns")]
+    return doc.get("context", {}), medians, nondeterministic
 
 
-def gbps(n, time_us):
+def gbps(n, time_us, bytes_per_item):
     if time_us is None or time_us <= 0:
         return None
-    return n * BYTES_PER_ITEM / (time_us * 1e-6) / 1e9
+    return n * bytes_per_item / (time_us * 1e-6) / 1e9
 
 
 def ratio(a, b):
@@ -60,8 +110,8 @@ def ratio(a, b):
     return a / b
 
 
-def fmt(value, spec):
-    return "–" if value is None else format(value, spec)
+def fmt(value, spec, suffix=""):
+    return "–" if value is None else format(value, spec) + suffix
 
 
 def log2_label(n):
@@ -69,41 +119,149 @@ def log2_label(n):
     return f"2^{exp}" if n == 1 << exp else str(n)
 
 
-def build_report(context, medians, commit):
+def has_data(series):
+    return any(series.values())
+
+
+def fastest_alternative(m, n, keys):
+    """(time, key) of the fastest of keys at N, or (None, None)."""
+    times = [(m[k][n], k) for k in keys if m[k].get(n) is not None]
+    return min(times) if times else (None, None)
+
+
+def alternative_keys(typ, nondeterministic):
+    """The variants tally's default is weighed against: the non-reproducible ones for float and
+    double; for int, whose atomics are exact, every other strategy."""
+    if nondeterministic.get(typ) or typ != "int":
+        return ATOMIC_KEYS, "fastest non-reproducible variant"
+    return ("two_pass",) + ATOMIC_KEYS, "fastest other strategy"
+
+
+def type_table(typ, m, nondeterministic):
+    bpi = BYTES_PER_ITEM[typ]
+    nd = nondeterministic.get(typ, False)
+    alt_keys, alt_label = alternative_keys(typ, nondeterministic)
+    with_copy = has_data(m["tally_rt_copy"])
+    atomic = " nd" if nd else ""
+    header = [
+        "N", "tally µs", "two-pass µs", f"block-atomic{atomic} µs", f"warp-atomic{atomic} µs", "CUB µs",
+        "ceiling µs", "tally GB/s", "tally/CUB speedup", "% of ceiling", f"tally vs {alt_label}",
+        "tally round trip µs", "thrust round trip µs", "tally/thrust speedup",
+    ]
+    if with_copy:
+        header += ["tally round trip via copy µs"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
+    sizes = sorted(set().union(*(series.keys() for series in m.values())))
+    for n in sizes:
+        t = m["tally"].get(n)
+        cub, ceiling = m["cub"].get(n), m["ceiling"].get(n)
+        alt_t, alt_k = fastest_alternative(m, n, alt_keys)
+        alt = ratio(alt_t, t)
+        of_ceiling = ratio(ceiling, t)
+        trt, thrt = m["tally_rt"].get(n), m["thrust_rt"].get(n)
+        row = [
+            f"{log2_label(n)} ({n})",
+            fmt(t, ".2f"), fmt(m["two_pass"].get(n), ".2f"), fmt(m["block_atomic"].get(n), ".2f"),
+            fmt(m["warp_atomic"].get(n), ".2f"), fmt(cub, ".2f"), fmt(ceiling, ".2f"),
+            fmt(gbps(n, t, bpi), ".1f"),
+            fmt(ratio(cub, t), ".2f", "×"),
+            fmt(None if of_ceiling is None else 100 * of_ceiling, ".1f", "%"),
+            fmt(alt, ".2f", f"× ({SHORT[alt_k]})" if alt_k else "×"),
+            fmt(trt, ".2f"), fmt(thrt, ".2f"), fmt(ratio(thrt, trt), ".2f", "×"),
+        ]
+        if with_copy:
+            row.append(fmt(m["tally_rt_copy"].get(n), ".2f"))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def extreme(values, pick):
+    """pick (min or max) of [(value, n)] with its N, or None."""
+    values = [(v, n) for v, n in values if v is not None]
+    return pick(values) if values else None
+
+
+def target_line(label, found, spec, suffix, bound=None):
+    if found is None:
+        return f"- {label}: no data"
+    value, n = found
+    text = f"- {label}: {format(value, spec)}{suffix} (at {log2_label(n)})"
+    if bound is not None:
+        text += f"; target ≥ {format(bound, spec)}{suffix}: " + ("met" if value >= bound else "not met")
+    return text
+
+
+def targets(typ, m, nondeterministic):
+    sizes = sorted(set().union(*(series.keys() for series in m.values())))
+    alt_keys, alt_label = alternative_keys(typ, nondeterministic)
+
+    def over(f, lo=None, hi=None):
+        """[(f(N), N)] for lo <= N <= hi."""
+        return [(f(n), n) for n in sizes if (lo is None or n >= lo) and (hi is None or n <= hi)]
+
+    def vs_cub(n):
+        return ratio(m["cub"].get(n), m["tally"].get(n))
+
+    def of_ceiling(n):
+        r = ratio(m["ceiling"].get(n), m["tally"].get(n))
+        return None if r is None else 100 * r
+
+    def roundtrip(n):
+        return ratio(m["thrust_rt"].get(n), m["tally_rt"].get(n))
+
+    def cost(n):
+        """How much longer tally's default takes than the fastest alternative, in %."""
+        alt_t, _ = fastest_alternative(m, n, alt_keys)
+        r = ratio(m["tally"].get(n), alt_t)
+        return None if r is None else 100 * (r - 1)
+
+    lines = [
+        f"Targets ({typ}):",
+        target_line("tally/CUB, min over all N", extreme(over(vs_cub), min), ".2f", "×",
+                    TARGET_NEVER_SLOWER_THAN_CUB),
+        target_line("tally/CUB, min over 2^14 ≤ N ≤ 2^20", extreme(over(vs_cub, 1 << 14, 1 << 20), min),
+                    ".2f", "×", TARGET_MID_VS_CUB),
+        target_line("% of ceiling, min over N ≥ 2^24", extreme(over(of_ceiling, lo=1 << 24), min), ".1f", "%",
+                    TARGET_CEILING_PCT),
+        target_line("round trip tally/thrust, min over N ≤ 2^22", extreme(over(roundtrip, hi=1 << 22), min),
+                    ".2f", "×", TARGET_ROUNDTRIP_SMALL),
+        target_line("round trip tally/thrust, min over N > 2^22", extreme(over(roundtrip, lo=(1 << 22) + 1), min),
+                    ".2f", "×", TARGET_ROUNDTRIP_LARGE),
+        target_line(f"cost of tally's default vs the {alt_label} (tally time / its time − 1), max over N",
+                    extreme(over(cost), max), "+.1f", "%"),
+    ]
+    slot_vs_copy = over(lambda n: ratio(m["tally_rt_copy"].get(n), m["tally_rt"].get(n)))
+    lo, hi = extreme(slot_vs_copy, min), extreme(slot_vs_copy, max)
+    if lo is not None:
+        lines.append(
+            f"- round trip, mapped slot vs copy (copy time / slot time; above 1: the slot is faster): "
+            f"{lo[0]:.2f}× (at {log2_label(lo[1])}) to {hi[0]:.2f}× (at {log2_label(hi[1])})"
+        )
+    return lines
+
+
+def build_report(context, medians, nondeterministic, commit):
     date = context.get("date") or datetime.datetime.now().isoformat(timespec="seconds")
     lines = [
         f"Date: {date}",
         f"GPU: {context.get('gpu', 'unknown')}",
         f"Commit: {commit}",
         "",
-        "Float sums; medians of the repetitions. Device times from CUDA events over "
-        "back-to-back calls; round trips from the host clock, result back on the host.",
-        "",
-        "| N | tally µs | CUB µs | ceiling µs | tally GB/s | CUB GB/s | ceiling GB/s "
-        "| tally/CUB speedup | % of ceiling | tally round trip µs | thrust round trip µs "
-        "| tally/thrust speedup |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "Sums of float, int and double; medians of the repetitions. Device times from CUDA events over "
+        "back-to-back calls; round trips from the host clock, result back on the host. tally is "
+        "tally::reduce_into under the default policy (automatic strategy, reproducible); two-pass and the "
+        "atomic columns force a strategy, and \"nd\" marks atomics run under nondeterministic() (float and "
+        "double: not reproducible; int's atomics are exact). The ceiling reads the input's N × sizeof(type) "
+        "bytes. Ratios above 1 favour tally.",
     ]
-    sizes = sorted(set().union(*(m.keys() for m in medians.values())))
-    for n in sizes:
-        t, c, ce = (medians[k].get(n) for k in ("tally", "cub", "ceiling"))
-        trt, thrt = medians["tally_rt"].get(n), medians["thrust_rt"].get(n)
-        g_t, g_c, g_ce = gbps(n, t), gbps(n, c), gbps(n, ce)
-        of_ceiling = ratio(g_t, g_ce)
-        lines.append(
-            "| "
-            + " | ".join([
-                f"{log2_label(n)} ({n})",
-                fmt(t, ".2f"), fmt(c, ".2f"), fmt(ce, ".2f"),
-                fmt(g_t, ".1f"), fmt(g_c, ".1f"), fmt(g_ce, ".1f"),
-                fmt(ratio(c, t), ".2f") + ("×" if ratio(c, t) is not None else ""),
-                fmt(None if of_ceiling is None else 100 * of_ceiling, ".1f")
-                + ("%" if of_ceiling is not None else ""),
-                fmt(trt, ".2f"), fmt(thrt, ".2f"),
-                fmt(ratio(thrt, trt), ".2f") + ("×" if ratio(thrt, trt) is not None else ""),
-            ])
-            + " |"
-        )
+    for typ in TYPES:
+        m = medians[typ]
+        if not any(has_data(series) for series in m.values()):
+            continue
+        lines += ["", f"### {typ}", ""]
+        lines += type_table(typ, m, nondeterministic)
+        lines += [""]
+        lines += targets(typ, m, nondeterministic)
     return "\n".join(lines) + "\n"
 
 
@@ -122,19 +280,26 @@ def plot(medians, context, commit, path):
         ("ceiling", "streaming-read ceiling (device)", "--"),
         ("tally_rt", "tally::reduce round trip (effective)", "-^"),
         ("thrust_rt", "thrust::reduce round trip (effective)", "-v"),
+        ("tally_rt_copy", "tally reduce_into + copy round trip (effective)", ":^"),
     ]
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    for key, label, style in series:
-        points = sorted(medians[key].items())
-        if not points:
-            continue
-        ax.plot([n for n, _ in points], [gbps(n, t) for n, t in points], style, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("N (floats)")
-    ax.set_ylabel("GB/s (N × 4 bytes / time)")
-    ax.set_title(f"tally float sum on {context.get('gpu', 'unknown GPU')} ({commit})")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    types = [typ for typ in TYPES if any(has_data(s) for s in medians[typ].values())]
+    if not types:
+        return
+    fig, axes = plt.subplots(1, len(types), figsize=(7 * len(types), 5.5), squeeze=False)
+    for ax, typ in zip(axes[0], types):
+        bpi = BYTES_PER_ITEM[typ]
+        for key, label, style in series:
+            points = sorted(medians[typ][key].items())
+            if not points:
+                continue
+            ax.plot([n for n, _ in points], [gbps(n, t, bpi) for n, t in points], style, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(f"N ({typ}s)")
+        ax.set_ylabel(f"GB/s (N × {bpi} bytes / time)")
+        ax.set_title(f"{typ} sum")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(f"tally on {context.get('gpu', 'unknown GPU')} ({commit})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -146,14 +311,14 @@ def main(argv=None):
     parser.add_argument("results", help="Google Benchmark JSON from bench_reduce")
     parser.add_argument("--commit", default="unknown", help="commit the results were measured at")
     parser.add_argument("--markdown-out", metavar="FILE", help="also write the report to FILE")
-    parser.add_argument("--plot", metavar="FILE.png", help="plot GB/s against N (needs matplotlib)")
+    parser.add_argument("--plot", metavar="FILE.png", help="plot GB/s against N per type (needs matplotlib)")
     args = parser.parse_args(argv)
 
-    context, medians = load_medians(args.results)
-    if not any(medians.values()):
+    context, medians, nondeterministic = load_medians(args.results)
+    if not any(has_data(series) for m in medians.values() for series in m.values()):
         print(f"error: no median aggregates of bench_reduce's benchmarks in {args.results}", file=sys.stderr)
         return 1
-    report = build_report(context, medians, args.commit)
+    report = build_report(context, medians, nondeterministic, args.commit)
     sys.stdout.write(report)
     if args.markdown_out:
         with open(args.markdown_out, "w", encoding="utf-8") as f:

@@ -37,6 +37,25 @@ void fill_random(float* device_data, std::size_t n, std::uint64_t seed) {
   BENCH_CUDA_CHECK(cudaMemcpy(device_data, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
 }
 
+void fill_random(double* device_data, std::size_t n, std::uint64_t seed) {
+  std::vector<double> host(n);
+  std::mt19937_64 rng(seed);
+  constexpr double scale = 1.0 / 9007199254740992.0;  // 2^-53: 53 random bits -> [0, 1)
+  for (double& v : host) v = static_cast<double>(rng() >> 11) * scale;
+  BENCH_CUDA_CHECK(cudaMemcpy(device_data, host.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+}
+
+void fill_random(int* device_data, std::size_t n, std::uint64_t seed) {
+  std::vector<int> host(n);
+  std::mt19937_64 rng(seed);
+  std::size_t i = 0;
+  while (i < n) {  // 21 values in [0, 8) from the top 63 bits of each 64-bit draw
+    std::uint64_t bits = rng() >> 1;
+    for (int k = 0; k < 21 && i < n; ++k, ++i, bits >>= 3) host[i] = static_cast<int>(bits & 7u);
+  }
+  BENCH_CUDA_CHECK(cudaMemcpy(device_data, host.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+}
+
 std::size_t l2_cache_bytes() {
   int device = 0;
   BENCH_CUDA_CHECK(cudaGetDevice(&device));
@@ -51,18 +70,24 @@ int rotation_copies(std::size_t bytes, std::size_t l2_bytes) {
   return static_cast<int>(std::clamp<std::size_t>(wanted, 1, 8));
 }
 
-rotating_input::rotating_input(std::size_t n, std::uint64_t seed) : n_(n) {
+template <class T>
+basic_rotating_input<T>::basic_rotating_input(std::size_t n, std::uint64_t seed) : n_(n) {
   const int copies = rotation_copies(bytes(), l2_cache_bytes());
   buffers_.assign(static_cast<std::size_t>(copies), nullptr);
-  for (float*& b : buffers_) BENCH_CUDA_CHECK(cudaMalloc(&b, std::max<std::size_t>(bytes(), 1)));
+  for (T*& b : buffers_) BENCH_CUDA_CHECK(cudaMalloc(&b, std::max<std::size_t>(bytes(), 1)));
   fill_random(buffers_.front(), n_, seed);
   for (std::size_t c = 1; c < buffers_.size(); ++c)
     BENCH_CUDA_CHECK(cudaMemcpy(buffers_[c], buffers_.front(), bytes(), cudaMemcpyDeviceToDevice));
 }
 
-rotating_input::~rotating_input() {
-  for (float* b : buffers_) cudaFree(b);
+template <class T>
+basic_rotating_input<T>::~basic_rotating_input() {
+  for (T* b : buffers_) cudaFree(b);
 }
+
+template class basic_rotating_input<float>;
+template class basic_rotating_input<double>;
+template class basic_rotating_input<int>;
 
 namespace {
 
@@ -108,7 +133,9 @@ read_ceiling::read_ceiling() {
 }
 
 void read_ceiling::operator()(const float* in, std::size_t n, float* out, cudaStream_t stream) const {
-  // Inputs are in [0, 1): their sum is never negative, so the magic value never matches.
+  // Float inputs are in [0, 1) and int inputs (read as floats: tiny subnormals) are small and
+  // non-negative: their sum is never negative, so the magic value never matches. Doubles read
+  // as floats are arbitrary bits; a match there would only write one float to *out.
   read_ceiling_kernel<<<grid_, block, 0, stream>>>(in, n, out, -1.0f);
   BENCH_CUDA_CHECK(cudaGetLastError());
 }

@@ -50,9 +50,16 @@ class event_timer {
   cudaEvent_t stop_ = nullptr;
 };
 
-// Fills n device floats with uniform values in [0, 1) drawn on the host from
-// std::mt19937_64 seeded with seed, then copied over.
+// Fills n device values with seeded random values drawn on the host from
+// std::mt19937_64 seeded with seed, then copied over:
+//   float   uniform in [0, 1): 24 random bits each, two values per 64-bit draw
+//   double  uniform in [0, 1): 53 random bits each, one value per draw
+//   int     uniform in [0, 8): 3 random bits each, 21 values per draw; the sum of 2^28 of
+//           them is at most 7 * 2^28 < 2^31, so int sums of every size we time are exact
+//           (no signed overflow anywhere) and compare bit for bit
 void fill_random(float* device_data, std::size_t n, std::uint64_t seed);
+void fill_random(double* device_data, std::size_t n, std::uint64_t seed);
+void fill_random(int* device_data, std::size_t n, std::uint64_t seed);
 
 // The current device's L2 cache size in bytes.
 std::size_t l2_cache_bytes();
@@ -61,38 +68,53 @@ std::size_t l2_cache_bytes();
 // the rotation's footprint at least twice the L2 cache (at most 8 copies).
 int rotation_copies(std::size_t bytes, std::size_t l2_bytes);
 
-// rotation_copies() device buffers of n floats holding the same seeded random values.
-// next() hands them out in turn, one per call being timed.
-class rotating_input {
+// rotation_copies() device buffers of n values of T holding the same seeded random values
+// (fill_random). next() hands them out in turn, one per call being timed. Instantiated for
+// float, double and int; rotating_input is the float one.
+template <class T>
+class basic_rotating_input {
  public:
-  rotating_input(std::size_t n, std::uint64_t seed);
-  ~rotating_input();
-  rotating_input(const rotating_input&) = delete;
-  rotating_input& operator=(const rotating_input&) = delete;
+  basic_rotating_input(std::size_t n, std::uint64_t seed);
+  ~basic_rotating_input();
+  basic_rotating_input(const basic_rotating_input&) = delete;
+  basic_rotating_input& operator=(const basic_rotating_input&) = delete;
 
   std::size_t size() const { return n_; }
-  std::size_t bytes() const { return n_ * sizeof(float); }
+  std::size_t bytes() const { return n_ * sizeof(T); }
   int copies() const { return static_cast<int>(buffers_.size()); }
-  const float* first() const { return buffers_.front(); }
-  const float* next() {
-    const float* p = buffers_[cursor_];
+  const T* first() const { return buffers_.front(); }
+  const T* next() {
+    const T* p = buffers_[cursor_];
     cursor_ = (cursor_ + 1) % buffers_.size();
     return p;
   }
 
  private:
   std::size_t n_;
-  std::vector<float*> buffers_;
+  std::vector<T*> buffers_;
   std::size_t cursor_ = 0;
 };
+
+extern template class basic_rotating_input<float>;
+extern template class basic_rotating_input<double>;
+extern template class basic_rotating_input<int>;
+using rotating_input = basic_rotating_input<float>;
 
 // Our own streaming read of n floats: grid-stride, float4 loads, four in flight per
 // thread, the sum kept in registers and written only if it equals an impossible magic
 // value (so the loads cannot be dropped). Its time bounds any reduction of the same input.
+// read_bytes() runs the same kernel over any input as bytes / 4 floats: the ceiling of a
+// reduction of N values of T is the read of N * sizeof(T) bytes, whatever T is.
 class read_ceiling {
  public:
   read_ceiling();  // sizes the grid for the current device: SMs * resident blocks per SM
   void operator()(const float* in, std::size_t n, float* out, cudaStream_t stream) const;
+  // bytes must be a multiple of 4 and in 16-byte aligned (cudaMalloc's are). The bits are
+  // summed as floats; should they ever sum to the magic value, the only effect is a write
+  // of one float to *out.
+  void read_bytes(const void* in, std::size_t bytes, float* out, cudaStream_t stream) const {
+    (*this)(static_cast<const float*>(in), bytes / sizeof(float), out, stream);
+  }
   int grid() const { return grid_; }
   static constexpr int block = 256;
 
