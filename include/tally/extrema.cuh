@@ -77,26 +77,38 @@ struct keep_min_and_max {
 };
 
 // Element i of the input as a candidate, or as both candidates of a min_and_max.
+// Over a raw pointer, dispatch reads the elements 16 bytes at a time and calls make()
+// itself (detail/transform_views.cuh, reads_base_at_index).
 template <class It, class V>
 struct read_candidate {
+  using reads_base_at_index = void;
   It first;
 
+  template <class E>
+  __host__ __device__ indexed_value<V> make(const E& element, std::int64_t i) const {
+    return {static_cast<V>(element), i};
+  }
   // A host-only iterator (std::vector's) is read only under a host policy.
 #pragma nv_exec_check_disable
   __host__ __device__ indexed_value<V> operator()(std::int64_t i) const {
-    return {static_cast<V>(first[static_cast<typename std::iterator_traits<It>::difference_type>(i)]), i};
+    return make(first[static_cast<typename std::iterator_traits<It>::difference_type>(i)], i);
   }
 };
 
 template <class It, class V>
 struct read_candidate_pair {
+  using reads_base_at_index = void;
   It first;
 
+  template <class E>
+  __host__ __device__ min_and_max<V> make(const E& element, std::int64_t i) const {
+    const indexed_value<V> candidate{static_cast<V>(element), i};
+    return {candidate, candidate};
+  }
   // As read_candidate: a host-only iterator is read only under a host policy.
 #pragma nv_exec_check_disable
   __host__ __device__ min_and_max<V> operator()(std::int64_t i) const {
-    const indexed_value<V> candidate = read_candidate<It, V>{first}(i);
-    return {candidate, candidate};
+    return make(first[static_cast<typename std::iterator_traits<It>::difference_type>(i)], i);
   }
 };
 

@@ -149,6 +149,15 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
         launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
         return;
       }
+    } else if constexpr (transform_view<It>::indexed && vw > 1) {
+      const auto f = first.functor();
+      const auto offset = static_cast<std::int64_t>(*first.base());
+      using elem = indexed_base_element_t<decltype(f)>;
+      if (aligned(f.first + offset)) {
+        using loader = indexed_vector_loader<decltype(f), elem, V, vw>;
+        launch_reduce<Acc, vw>(loader{f, offset}, n, init, op, out, ready, policy, device, algorithm);
+        return;
+      }
     } else if constexpr (transform_view<It>::paired && vw > 1) {
       const auto& bases = first.base().get_iterator_tuple();
       const auto* a = raw_pointer(thrust::get<0>(bases));

@@ -8,11 +8,14 @@
 #include "tally/detail/iterators.cuh"
 #include "tally/detail/plan.cuh"
 
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/tuple.h>
 
+#include <cstdint>
 #include <cstring>
+#include <utility>
 #include <type_traits>
 
 namespace tally::detail {
@@ -28,21 +31,44 @@ struct apply_to_pair {
   }
 };
 
+// A functor of an index that reads element i of a contiguous base itself and pairs it with
+// i: extrema.cuh's candidate readers, over a counting range. They declare
+// `reads_base_at_index` and provide `first` (the base) and `make(element, index)`, so that
+// dispatch can read the base 16 bytes at a time and still hand each element its index.
+template <class F, class = void>
+struct reads_base_at_index : std::false_type {};
+template <class F>
+struct reads_base_at_index<F, std::void_t<typename F::reads_base_at_index>>
+    : std::bool_constant<std::is_pointer_v<decltype(std::declval<F>().first)>> {};
+
+template <class It>
+struct is_counting_iterator : std::false_type {};
+template <class I, class S, class T, class D>
+struct is_counting_iterator<thrust::counting_iterator<I, S, T, D>> : std::is_integral<I> {};
+
 template <class It>
 struct transform_view {
   static constexpr bool single = false;
   static constexpr bool paired = false;
+  static constexpr bool indexed = false;
 };
 
 template <class F, class Base, class R, class V>
 struct transform_view<thrust::transform_iterator<F, Base, R, V>> {
   static constexpr bool single = is_contiguous_v<Base>;
   static constexpr bool paired = false;
+  static constexpr bool indexed = reads_base_at_index<F>::value && is_counting_iterator<Base>::value;
+  using functor_t = F;
 };
+
+// The element type of an indexed view's base.
+template <class F>
+using indexed_base_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<F>().first)>>;
 
 template <class Transform, class It1, class It2, class R, class V>
 struct transform_view<thrust::transform_iterator<apply_to_pair<Transform>, thrust::zip_iterator<thrust::tuple<It1, It2>>, R, V>> {
   static constexpr bool single = false;
+  static constexpr bool indexed = false;
   static constexpr bool paired = is_contiguous_v<It1> && is_contiguous_v<It2> &&
                                  sizeof(iterator_value_t<It1>) == sizeof(iterator_value_t<It2>);
   using first_t = It1;
@@ -56,6 +82,8 @@ constexpr int plan_vector_width() {
     return vector_width_v<iterator_value_t<typename It::base_type>>;
   } else if constexpr (transform_view<It>::paired) {
     return vector_width_v<iterator_value_t<typename transform_view<It>::first_t>>;
+  } else if constexpr (transform_view<It>::indexed) {
+    return vector_width_v<indexed_base_element_t<typename transform_view<It>::functor_t>>;
   } else {
     return vector_width_v<iterator_value_t<It>>;
   }
@@ -102,6 +130,29 @@ struct pair_vector_loader {
     for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(transform(x[j], y[j]));
   }
   __device__ __forceinline__ V element(std::uint64_t i) const { return static_cast<V>(transform(a[i], b[i])); }
+};
+
+// An indexed view over a counting range starting at `offset`: element k is
+// f.make(base[offset + k], offset + k), the base read 16 bytes at a time.
+template <class F, class E, class V, int VW>
+struct indexed_vector_loader {
+  static_assert(sizeof(E) * VW == 16, "indexed_vector_loader reads 16-byte chunks");
+  using value_type = V;
+  F f;
+  std::int64_t offset;
+
+  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+    const std::int64_t index = offset + static_cast<std::int64_t>(first);
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(f.first + index));
+    E e[VW];
+    std::memcpy(e, &raw, sizeof(raw));
+#pragma unroll
+    for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(f.make(e[j], index + j));
+  }
+  __device__ __forceinline__ V element(std::uint64_t i) const {
+    const std::int64_t index = offset + static_cast<std::int64_t>(i);
+    return static_cast<V>(f.make(f.first[index], index));
+  }
 };
 #endif
 
