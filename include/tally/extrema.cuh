@@ -58,6 +58,19 @@ struct keep_extremum {
     if (b_ranks_first) return b;
     return (a.index < b.index) != LastOfEquals ? a : b;
   }
+
+  // The same answer when b follows a and both are real candidates: what a thread's own
+  // fold over its elements sees, one comparison per element (detail/reduce_kernel.cuh).
+#pragma nv_exec_check_disable
+  __host__ __device__ indexed_value<V> combine_in_order(const indexed_value<V>& a, const indexed_value<V>& b) const {
+    if constexpr (!Maximum) {
+      return comp(b.value, a.value) ? b : a;
+    } else if constexpr (LastOfEquals) {
+      return comp(b.value, a.value) ? a : b;
+    } else {
+      return comp(a.value, b.value) ? b : a;
+    }
+  }
 };
 
 template <class V, class Comp>
@@ -73,6 +86,10 @@ struct keep_min_and_max {
 
   __host__ __device__ min_and_max<V> operator()(const min_and_max<V>& a, const min_and_max<V>& b) const {
     return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_last_max<V, Comp>{comp}(a.max, b.max)};
+  }
+  __host__ __device__ min_and_max<V> combine_in_order(const min_and_max<V>& a, const min_and_max<V>& b) const {
+    return {keep_first_min<V, Comp>{comp}.combine_in_order(a.min, b.min),
+            keep_last_max<V, Comp>{comp}.combine_in_order(a.max, b.max)};
   }
 };
 

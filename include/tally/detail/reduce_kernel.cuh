@@ -15,7 +15,8 @@
 #include <cuda/atomic>
 
 #include <cstdint>
-
+#include <type_traits>
+#include <utility>
 
 #ifndef TALLY_TUNE_FOLD_BATCH
 #define TALLY_TUNE_FOLD_BATCH 16  // partials block 0 polls at once per thread (small types)
@@ -26,41 +27,125 @@
 
 namespace tally::detail {
 
+// An operator may offer combine_in_order(a, b): op(a, b) for the case where b comes after
+// a in the input and both are real values, not stand-ins for "nothing". A thread's own
+// fold always has that shape, and the extrema's candidate combine then needs one
+// comparison instead of its general case analysis (extrema.cuh).
+template <class Op, class Acc, class = void>
+struct has_in_order_combine : std::false_type {};
+template <class Op, class Acc>
+struct has_in_order_combine<Op, Acc,
+                            std::void_t<decltype(std::declval<Op&>().combine_in_order(std::declval<const Acc&>(),
+                                                                                       std::declval<const Acc&>()))>>
+    : std::true_type {};
+
+// acc = op(acc, x), where x follows every element already folded into acc.
 template <class Acc, class V, class Op>
 __device__ __forceinline__ void fold_into(Acc& acc, const V& x, Op& op) {
-  acc = static_cast<Acc>(op(acc, static_cast<Acc>(x)));
+  if constexpr (has_in_order_combine<Op, Acc>::value) {
+    acc = op.combine_in_order(acc, static_cast<Acc>(x));
+  } else {
+    acc = static_cast<Acc>(op(acc, static_cast<Acc>(x)));
+  }
 }
 
-// A full tile: every thread has chunks at every step, so no bounds or validity checks.
+// A loader may keep a step's chunks in registers as they were read (raw_type, by
+// raw_chunk) and make each element's value only when it is folded (value(raw, index)):
+// for a value much wider than what was read, such as an extremum candidate (a value and
+// a 64-bit index made from a 4-byte element), the step's loads then stay in flight in a
+// fraction of the registers.
+template <class Loader, class = void>
+struct reads_raw_chunks : std::false_type {};
+template <class Loader>
+struct reads_raw_chunks<Loader, std::void_t<typename Loader::raw_type>> : std::true_type {};
+
+template <class Loader, bool Raw = reads_raw_chunks<Loader>::value>
+struct chunk_element {
+  using type = typename Loader::value_type;
+};
+template <class Loader>
+struct chunk_element<Loader, true> {
+  using type = typename Loader::raw_type;
+};
+
+// One step's chunks of one thread, in registers: what it fetches, and its elements in
+// the plan's order.
+template <int VW, class Loader>
+struct step_chunks {
+  using chunk_t = typename chunk_element<Loader>::type;
+  static constexpr bool raw = reads_raw_chunks<Loader>::value;
+  chunk_t chunks[loads_per_step][VW];
+
+  __device__ __forceinline__ static std::uint64_t chunk_begin(std::uint64_t step_begin, int u) {
+    return step_begin + std::uint64_t(u * block_threads + threadIdx.x) * VW;
+  }
+  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      if constexpr (raw) {
+        load.raw_chunk(chunk_begin(step_begin, u), chunks[u]);
+      } else {
+        load.chunk(chunk_begin(step_begin, u), chunks[u]);
+      }
+    }
+  }
+  __device__ __forceinline__ auto element(const Loader& load, std::uint64_t step_begin, int u, int j) const {
+    if constexpr (raw) {
+      return load.value(chunks[u][j], chunk_begin(step_begin, u) + j);
+    } else {
+      return chunks[u][j];
+    }
+  }
+  // Folds every element into acc; with Start, the first element starts it instead.
+  template <bool Start, class Acc, class Op>
+  __device__ __forceinline__ void fold(const Loader& load, std::uint64_t step_begin, Acc& acc, Op& op) const {
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u)
+#pragma unroll
+      for (int j = 0; j < VW; ++j) {
+        if (Start && u == 0 && j == 0) {
+          acc = static_cast<Acc>(element(load, step_begin, 0, 0));
+        } else {
+          fold_into(acc, element(load, step_begin, u, j), op);
+        }
+      }
+  }
+};
+
+// Whether a block fetches its next tile's first step before reducing the current tile (see
+// reduce_my_tiles): only where a step's chunks take at most 32 registers, which the
+// block reduction can keep alive at two resident blocks per SM. Wider chunks (a candidate
+// read through a fancy iterator) would cost occupancy instead.
+template <int VW, class Loader>
+inline constexpr bool prefetches_next_tile =
+    sizeof(typename chunk_element<Loader>::type) * VW * loads_per_step <= 128;
+
+// The resident blocks per SM the kernels' register budget must allow.
+template <int VW, class Loader>
+inline constexpr int min_resident_blocks = prefetches_next_tile<VW, Loader> ? 2 : TALLY_TUNE_MIN_BLOCKS;
+
+// A full tile whose first step is already in `step` (fetched by the caller, so that its
+// loads can be in flight while the block finishes the previous tile): every thread has
+// chunks at every step, so no bounds or validity checks. On return `step` is free.
 template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op) {
-  using V = typename Loader::value_type;
+__device__ __forceinline__ Acc reduce_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op,
+                                                        step_chunks<VW, Loader>& step) {
   constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
-  const unsigned t = threadIdx.x;
-  V chunks[loads_per_step][VW];
-  auto fetch = [&](std::uint64_t step_begin) {
-#pragma unroll
-    for (int u = 0; u < loads_per_step; ++u)
-      load.chunk(step_begin + std::uint64_t(u * block_threads + t) * VW, chunks[u]);
-  };
-
-  fetch(tile_begin);
-  Acc acc = static_cast<Acc>(chunks[0][0]);
-#pragma unroll
-  for (int j = 1; j < VW; ++j) fold_into(acc, chunks[0][j], op);
-#pragma unroll
-  for (int u = 1; u < loads_per_step; ++u)
-#pragma unroll
-    for (int j = 0; j < VW; ++j) fold_into(acc, chunks[u][j], op);
-
+  Acc acc;
+  step.template fold<true>(load, tile_begin, acc, op);
   for (int s = 1; s < steps; ++s) {
-    fetch(tile_begin + std::uint64_t(s) * step_items);
-#pragma unroll
-    for (int u = 0; u < loads_per_step; ++u)
-#pragma unroll
-      for (int j = 0; j < VW; ++j) fold_into(acc, chunks[u][j], op);
+    const std::uint64_t step_begin = tile_begin + std::uint64_t(s) * step_items;
+    step.fetch(load, step_begin);
+    step.template fold<false>(load, step_begin, acc, op);
   }
   return acc;
+}
+
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op) {
+  step_chunks<VW, Loader> step;
+  step.fetch(load, tile_begin);
+  return reduce_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step);
 }
 
 // The last, partial tile: the same order restricted to indices below n. Chunks wholly
@@ -68,7 +153,8 @@ __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_
 // by element.
 template <class Acc, int VW, class Loader, class Op>
 __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
-  using V = typename Loader::value_type;
+  using C = typename chunk_element<Loader>::type;
+  constexpr bool raw = reads_raw_chunks<Loader>::value;
   constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
   const unsigned t = threadIdx.x;
   const std::uint64_t steps = (n - tile_begin + step_items - 1) / step_items;
@@ -76,16 +162,27 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
   valid = false;
   for (std::uint64_t s = 0; s < steps; ++s) {
     const std::uint64_t step_begin = tile_begin + s * step_items;
-    V chunks[loads_per_step][VW];
+    C chunks[loads_per_step][VW];
 #pragma unroll
     for (int u = 0; u < loads_per_step; ++u) {
       const std::uint64_t first = step_begin + std::uint64_t(u * block_threads + t) * VW;
       if (first + VW <= n) {
-        load.chunk(first, chunks[u]);
+        if constexpr (raw) {
+          load.raw_chunk(first, chunks[u]);
+        } else {
+          load.chunk(first, chunks[u]);
+        }
       } else {
 #pragma unroll
-        for (int j = 0; j < VW; ++j)
-          if (first + j < n) chunks[u][j] = load.element(first + j);
+        for (int j = 0; j < VW; ++j) {
+          if (first + j < n) {
+            if constexpr (raw) {
+              chunks[u][j] = load.raw_element(first + j);
+            } else {
+              chunks[u][j] = load.element(first + j);
+            }
+          }
+        }
       }
     }
 #pragma unroll
@@ -94,10 +191,17 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
 #pragma unroll
       for (int j = 0; j < VW; ++j) {
         if (first + j < n) {
+          const auto x = [&] {
+            if constexpr (raw) {
+              return load.value(chunks[u][j], first + j);
+            } else {
+              return chunks[u][j];
+            }
+          }();
           if (valid) {
-            fold_into(acc, chunks[u][j], op);
+            fold_into(acc, x, op);
           } else {
-            acc = static_cast<Acc>(chunks[u][j]);
+            acc = static_cast<Acc>(x);
             valid = true;
           }
         }
@@ -130,11 +234,30 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int
 }
 
 // Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
+// The first step of a block's next full tile is fetched before the block reduction of the
+// current one, so a block keeps its loads in flight from one tile to the next: with
+// one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
                                                 partial_cell<Acc>* cells) {
+  constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
+  step_chunks<VW, Loader> step;
+  const auto fetch_if_full = [&](std::uint64_t tile) {
+    if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
+  };
+  if constexpr (prefetch) fetch_if_full(blockIdx.x);
   for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
-    const Acc partial = reduce_tile<Acc, VW>(load, plan, tile, op);
+    Acc partial;
+    if (plan.tile_is_full(tile)) {
+      if constexpr (!prefetch) fetch_if_full(tile);
+      const Acc mine = reduce_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
+      if constexpr (prefetch) fetch_if_full(tile + gridDim.x);
+      partial = tally::block::reduce<block_threads>(mine, op);
+    } else {
+      bool valid = false;
+      const Acc mine = reduce_partial_tile<Acc, VW>(load, plan.tile_begin(tile), plan.n, op, valid);
+      partial = tally::block::reduce<block_threads>(mine, valid, op);
+    }
     if (threadIdx.x == 0) cells[tile].publish(partial);
   }
 }
@@ -176,7 +299,7 @@ __device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t t
 }
 
 template <class Acc, int VW, class Loader, class Op, class Out>
-__global__ void __launch_bounds__(block_threads, TALLY_TUNE_MIN_BLOCKS)
+__global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
                               unsigned int* ready) {
   if (plan.tiles == 1) {  // one tile, one block: no partials
@@ -195,7 +318,7 @@ __global__ void __launch_bounds__(block_threads, TALLY_TUNE_MIN_BLOCKS)
 // Two pass: the first launch publishes the partials, the second folds them (same bits as
 // the single pass).
 template <class Acc, int VW, class Loader, class Op>
-__global__ void __launch_bounds__(block_threads, TALLY_TUNE_MIN_BLOCKS)
+__global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
   reduce_my_tiles<Acc, VW>(load, plan, op, cells);
 }

@@ -133,21 +133,29 @@ struct pair_vector_loader {
 };
 
 // An indexed view over a counting range starting at `offset`: element k is
-// f.make(base[offset + k], offset + k), the base read 16 bytes at a time.
+// f.make(base[offset + k], offset + k), the base read 16 bytes at a time. Full tiles keep
+// the base elements as read and make each candidate as it is folded (raw_chunk, value).
 template <class F, class E, class V, int VW>
 struct indexed_vector_loader {
   static_assert(sizeof(E) * VW == 16, "indexed_vector_loader reads 16-byte chunks");
   using value_type = V;
+  using raw_type = E;
   F f;
   std::int64_t offset;
 
+  __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(f.first + offset + static_cast<std::int64_t>(first)));
+    std::memcpy(out, &raw, sizeof(raw));
+  }
+  __device__ __forceinline__ E raw_element(std::uint64_t i) const { return f.first[offset + static_cast<std::int64_t>(i)]; }
+  __device__ __forceinline__ V value(const E& e, std::uint64_t i) const {
+    return static_cast<V>(f.make(e, offset + static_cast<std::int64_t>(i)));
+  }
   __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
-    const std::int64_t index = offset + static_cast<std::int64_t>(first);
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(f.first + index));
     E e[VW];
-    std::memcpy(e, &raw, sizeof(raw));
+    raw_chunk(first, e);
 #pragma unroll
-    for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(f.make(e[j], index + j));
+    for (int j = 0; j < VW; ++j) out[j] = value(e[j], first + j);
   }
   __device__ __forceinline__ V element(std::uint64_t i) const {
     const std::int64_t index = offset + static_cast<std::int64_t>(i);
