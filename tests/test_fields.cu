@@ -10,6 +10,7 @@
 #include "tally/warp/reduce.cuh"
 
 #include <thrust/device_vector.h>
+#include <thrust/iterator/transform_iterator.h>
 #include <thrust/tuple.h>
 
 #include <algorithm>
@@ -117,6 +118,24 @@ TEST(fields_operators, single_operators_on_tuple_like_values_are_fieldwise) {
   static_assert(std::is_same_v<thrust::tuple<float, int>, cuda::std::tuple<float, int>>,
                 "thrust::tuple and cuda::std::tuple are one type: either spelling works for init");
   static_assert(tally::field_count_v<double4_32a> == 4 && tally::field_count_v<particle> == 4);
+}
+
+// The fast paths are chosen at compile time: guard that zips and float3 arrays take them.
+TEST(fields_operators, zips_and_float3_arrays_take_the_vectorized_plans) {
+  using float_zip = decltype(tally::zip(std::declval<const float*>(), std::declval<float*>(), std::declval<int*>()));
+  using box_view = thrust::transform_iterator<bounding_box_of, decltype(tally::zip(std::declval<const float*>(),
+                                                                                    std::declval<const float*>(),
+                                                                                    std::declval<const float*>()))>;
+  using mixed_zip = decltype(tally::zip(std::declval<const float*>(), std::declval<const double*>()));
+  static_assert(tally::detail::zip_view<float_zip>::vector_width == 4);
+  static_assert(tally::detail::zip_view<box_view>::vector_width == 4);
+  static_assert(tally::detail::zip_view<mixed_zip>::vector_width == 0, "mixed element sizes: element reads");
+  EXPECT_EQ(tally::detail::plan_vector_width_v<float_zip>, 4);
+  EXPECT_EQ(tally::detail::plan_vector_width_v<box_view>, 4);
+  EXPECT_EQ(tally::detail::plan_vector_width_v<const float3*>, 4);
+  EXPECT_EQ(tally::detail::plan_vector_width_v<std::vector<double3>::const_iterator>, 2);
+  EXPECT_EQ(tally::detail::plan_vector_width_v<const float4*>, 1);
+  EXPECT_EQ(tally::detail::plan_vector_width_v<const particle*>, 1);
 }
 
 // ---- host ----
