@@ -479,7 +479,10 @@ __global__ void warp_tuple_sums(const float* f, const int* i, const double* d, m
 __global__ void block_boxes(const float* x, const float* y, box* boxes, float* min_x, float* max_y, int* counts) {
   const unsigned k = blockIdx.x * 256 + threadIdx.x;
   bool valid = threadIdx.x % 3 != 0;
-  const box b = tally::block::reduce<256>(box(x[k], y[k], 0, x[k], y[k], 0), valid, box_op);
+  const auto min = tally::minimum<>{};  // the operator built inside the kernel
+  const auto max = tally::maximum<>{};
+  const box b = tally::block::reduce<256>(box(x[k], y[k], 0, x[k], y[k], 0), valid,
+                                          tally::fields(min, min, min, max, max, max));
   bool valid_again = threadIdx.x % 3 != 0;
   const float lo = tally::block::reduce<256>(x[k], valid_again, tally::minimum<float>{});
   valid_again = threadIdx.x % 3 != 0;

@@ -53,8 +53,9 @@ struct fields_op {
   }
 };
 
+// Callable in device code too, to build the operator inside a kernel.
 template <class... Ops>
-constexpr fields_op<Ops...> fields(Ops... ops) {
+__host__ __device__ constexpr fields_op<Ops...> fields(Ops... ops) {
   return fields_op<Ops...>{cuda::std::tuple<Ops...>(ops...)};
 }
 
