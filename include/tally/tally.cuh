@@ -5,6 +5,7 @@
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
 #include "tally/extrema.cuh"
+#include "tally/fields.cuh"
 #include "tally/functional.cuh"
 #include "tally/logical.cuh"
 #include "tally/ranges.cuh"

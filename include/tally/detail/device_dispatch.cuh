@@ -138,6 +138,12 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
         launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
         return;
       }
+    } else if constexpr (sizeof(elem) * vw == wide_chunk_bytes) {  // float3 and kin
+      if (aligned(data)) {
+        using loader = wide_chunk_loader<same_value, elem, V, vw>;
+        launch_reduce<Acc, vw>(loader{data, {}}, n, init, op, out, ready, policy, device, algorithm);
+        return;
+      }
     }
     launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
   } else {
@@ -145,8 +151,13 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
       const auto* data = raw_pointer(first.base());
       using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
       if (aligned(data)) {
-        using loader = transform_vector_loader<decltype(first.functor()), elem, V, vw>;
-        launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
+        if constexpr (sizeof(elem) * vw == wide_chunk_bytes) {
+          using loader = wide_chunk_loader<decltype(first.functor()), elem, V, vw>;
+          launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
+        } else {
+          using loader = transform_vector_loader<decltype(first.functor()), elem, V, vw>;
+          launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
+        }
         return;
       }
     } else if constexpr (transform_view<It>::indexed && vw > 1) {
@@ -168,6 +179,18 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
         using loader = pair_vector_loader<decltype(first.functor().transform), e1, e2, V, vw>;
         launch_reduce<Acc, vw>(loader{a, b, first.functor().transform}, n, init, op, out, ready, policy, device,
                                algorithm);
+        return;
+      }
+    } else if constexpr (zip_view<It>::is_zip) {
+      // A zip hides its bases from the pointer checks: check each contiguous one here.
+      const auto zip = zip_view<It>::zip(first);
+      zip_view<It>::for_each_contiguous_base(zip, [&](const void* base) {
+        check_device_accessible(base, properties(device), algorithm, "a zipped input range");
+      });
+      if constexpr (zip_view<It>::vector_width > 1) {
+        static_assert(zip_view<It>::vector_width == vw, "the zip loader must follow the plan's vector width");
+        const auto load = zip_view<It>::template loader<V, vw>(zip, zip_view<It>::functor(first));
+        launch_reduce<Acc, vw>(load, n, init, op, out, ready, policy, device, algorithm);
         return;
       }
     }

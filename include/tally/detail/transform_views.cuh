@@ -7,6 +7,7 @@
 
 #include "tally/detail/iterators.cuh"
 #include "tally/detail/plan.cuh"
+#include "tally/detail/zip_views.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -76,14 +77,20 @@ struct transform_view<thrust::transform_iterator<apply_to_pair<Transform>, thrus
 };
 
 // The vector width of the plan for an iterator: its base's where dispatch reads a base.
+// Contiguous arrays of 12- and 24-byte elements (float3, ...) take 48-byte chunks
+// (zip_views.cuh); zips of equal-size contiguous bases take their elements' width.
 template <class It>
 constexpr int plan_vector_width() {
   if constexpr (transform_view<It>::single) {
-    return vector_width_v<iterator_value_t<typename It::base_type>>;
+    return array_chunk_width_v<iterator_value_t<typename It::base_type>>;
   } else if constexpr (transform_view<It>::paired) {
     return vector_width_v<iterator_value_t<typename transform_view<It>::first_t>>;
   } else if constexpr (transform_view<It>::indexed) {
     return vector_width_v<indexed_base_element_t<typename transform_view<It>::functor_t>>;
+  } else if constexpr (zip_view<It>::vector_width > 1) {
+    return zip_view<It>::vector_width;
+  } else if constexpr (is_contiguous_v<It>) {
+    return array_chunk_width_v<iterator_value_t<It>>;
   } else {
     return vector_width_v<iterator_value_t<It>>;
   }

@@ -1,0 +1,133 @@
+#pragma once
+// Tuple-like types: values made of fields that tally's operators combine field by field.
+//   cuda::std::tuple (thrust::tuple is the same type in CCCL 2 and later)
+//   CUDA vector types: float2/3/4, double2/3/4, int2/3/4, uint2/3/4, longlong2/3
+//   user structs that specialize tally::field_members (docs/fields.md)
+// Field access goes through tally::detail::field<I>(value) whatever the kind, so the
+// fieldwise operators below are written once.
+
+#include <cuda/std/tuple>
+#include <cuda/std/utility>
+#include <vector_types.h>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace tally {
+
+// Specialize for a struct to make it tuple-like: list() returns its members, in order, as
+// a cuda::std::tuple of pointers to members. Every tally operator then works on the struct
+// field by field.
+//
+//   struct particle { float x, y, z; int count; };
+//   template <> struct tally::field_members<particle> {
+//     __host__ __device__ static constexpr auto list() {
+//       return cuda::std::make_tuple(&particle::x, &particle::y, &particle::z, &particle::count);
+//     }
+//   };
+template <class T>
+struct field_members;
+
+#define TALLY_VECTOR_FIELDS_2(V) \
+  template <>                    \
+  struct field_members<V> {      \
+    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y); } \
+  };
+#define TALLY_VECTOR_FIELDS_3(V) \
+  template <>                    \
+  struct field_members<V> {      \
+    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z); } \
+  };
+#define TALLY_VECTOR_FIELDS_4(V) \
+  template <>                    \
+  struct field_members<V> {      \
+    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z, &V::w); } \
+  };
+TALLY_VECTOR_FIELDS_2(float2)
+TALLY_VECTOR_FIELDS_3(float3)
+TALLY_VECTOR_FIELDS_4(float4)
+TALLY_VECTOR_FIELDS_2(double2)
+TALLY_VECTOR_FIELDS_3(double3)
+TALLY_VECTOR_FIELDS_4(double4_16a)
+TALLY_VECTOR_FIELDS_4(double4_32a)
+TALLY_VECTOR_FIELDS_2(int2)
+TALLY_VECTOR_FIELDS_3(int3)
+TALLY_VECTOR_FIELDS_4(int4)
+TALLY_VECTOR_FIELDS_2(uint2)
+TALLY_VECTOR_FIELDS_3(uint3)
+TALLY_VECTOR_FIELDS_4(uint4)
+TALLY_VECTOR_FIELDS_2(longlong2)
+TALLY_VECTOR_FIELDS_3(longlong3)
+// CUDA 13 deprecates double4 in favour of double4_16a/_32a; it is still the type users
+// have, so it is supported without passing the warning on to them.
+__NV_SILENCE_DEPRECATION_BEGIN
+TALLY_VECTOR_FIELDS_4(double4)
+__NV_SILENCE_DEPRECATION_END
+#undef TALLY_VECTOR_FIELDS_2
+#undef TALLY_VECTOR_FIELDS_3
+#undef TALLY_VECTOR_FIELDS_4
+
+namespace detail {
+
+template <class T>
+struct is_cuda_tuple : std::false_type {};
+template <class... Ts>
+struct is_cuda_tuple<cuda::std::tuple<Ts...>> : std::true_type {};
+
+template <class T, class = void>
+struct has_field_members : std::false_type {};
+template <class T>
+struct has_field_members<T, std::void_t<decltype(field_members<T>::list())>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_tuple_like_v =
+    is_cuda_tuple<std::remove_cv_t<T>>::value || has_field_members<std::remove_cv_t<T>>::value;
+
+template <class T, bool = is_cuda_tuple<T>::value>
+struct field_count_of : std::integral_constant<std::size_t, cuda::std::tuple_size<T>::value> {};
+template <class T>
+struct field_count_of<T, false>
+    : std::integral_constant<std::size_t, cuda::std::tuple_size<decltype(field_members<T>::list())>::value> {};
+
+template <class T>
+inline constexpr std::size_t field_count_v = field_count_of<std::remove_cv_t<T>>::value;
+
+// Field I of a tuple-like value, as an lvalue of the value's constness.
+template <std::size_t I, class T>
+__host__ __device__ constexpr decltype(auto) field(T& value) {
+  using plain = std::remove_cv_t<T>;
+  if constexpr (is_cuda_tuple<plain>::value) {
+    return cuda::std::get<I>(value);
+  } else {
+    return (value.*cuda::std::get<I>(field_members<plain>::list()));
+  }
+}
+
+template <std::size_t I, class T>
+using field_t = std::remove_cv_t<std::remove_reference_t<decltype(field<I>(std::declval<T&>()))>>;
+
+// out with field I = ops_I(a.I, b.I) for every I: all fields computed in one expression, so
+// their arithmetic is independent and the compiler interleaves it.
+template <class T, class OpTuple, std::size_t... I>
+__host__ __device__ constexpr T apply_fieldwise(const T& a, const T& b, const OpTuple& ops, std::index_sequence<I...>) {
+  T out = a;
+  ((field<I>(out) = static_cast<field_t<I, T>>(cuda::std::get<I>(ops)(field<I>(a), field<I>(b)))), ...);
+  return out;
+}
+
+// The same operator on every field.
+template <class T, class Op, std::size_t... I>
+__host__ __device__ constexpr T apply_to_every_field(const T& a, const T& b, const Op& op, std::index_sequence<I...>) {
+  T out = a;
+  ((field<I>(out) = static_cast<field_t<I, T>>(op(field<I>(a), field<I>(b)))), ...);
+  return out;
+}
+
+template <class T, class Op>
+__host__ __device__ constexpr T every_field(const T& a, const T& b, const Op& op) {
+  return apply_to_every_field(a, b, op, std::make_index_sequence<field_count_v<T>>{});
+}
+
+}  // namespace detail
+}  // namespace tally
