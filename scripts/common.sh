@@ -15,6 +15,8 @@ find_nvcc() {
 ensure_packages() {
   if [ -d "$repo_root/.deps/prefix" ]; then
     export CMAKE_PREFIX_PATH="$repo_root/.deps/prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    # Programs built on another machine look for the staged benchmark library here.
+    export LD_LIBRARY_PATH="$repo_root/.deps/prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     return
   fi
   local missing=()

@@ -1,6 +1,8 @@
 // The plan: a function of N and the element size alone that covers the range exactly.
 #include "support/test_support.cuh"
 #include "tally/detail/plan.cuh"
+#include "tally/extrema.cuh"
+#include "tally/functional.cuh"
 
 #include <random>
 
@@ -49,6 +51,21 @@ TEST(plan, small_inputs_take_one_step_tiles_and_large_ones_cap_the_tile_count) {
   const auto huge = make_plan(n, 4);
   EXPECT_EQ(huge.tiles, plan_max_tiles);
   EXPECT_EQ(std::uint64_t(huge.steps_per_tile), (n / step + plan_max_tiles - 1) / plan_max_tiles);
+}
+
+TEST(plan, order_free_operators_take_fewer_longer_tiles) {
+  using tally::detail::order_free_max_tiles;
+  using tally::detail::plan_max_tiles_for;
+  using keep_min = tally::detail::keep_first_min<float, thrust::less<float>>;
+  using keep_both = tally::detail::keep_min_and_max<float, thrust::less<float>>;
+  static_assert(plan_max_tiles_for<keep_min> == order_free_max_tiles, "extrema combines are order-free");
+  static_assert(plan_max_tiles_for<keep_both> == order_free_max_tiles, "extrema combines are order-free");
+  static_assert(plan_max_tiles_for<tally::plus<float>> == plan_max_tiles, "a float sum keeps the full plan");
+  const std::uint64_t step = std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * 4;
+  const auto plan = make_plan(step * plan_max_tiles, 4, order_free_max_tiles);
+  EXPECT_EQ(plan.tiles, order_free_max_tiles);
+  EXPECT_EQ(std::uint64_t(plan.steps_per_tile), plan_max_tiles / order_free_max_tiles);
+  EXPECT_EQ(make_plan(step * order_free_max_tiles + 1, 4, order_free_max_tiles).steps_per_tile, 2);
 }
 
 TEST(plan, is_usable_at_compile_time) {

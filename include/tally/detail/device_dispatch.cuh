@@ -78,7 +78,7 @@ void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* ou
                    const device_policy& policy, int device, const char* algorithm) {
   static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
   const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
-  const reduction_plan plan = make_plan(n, VW);
+  const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   const stream_scratch scratch = scratch_for(device, policy.stream());
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
   const cudaStream_t stream = policy.stream();

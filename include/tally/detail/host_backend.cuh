@@ -127,7 +127,7 @@ inline constexpr std::uint64_t parallel_threshold = std::uint64_t(1) << 18;
 template <class Acc, class It, class Op>
 Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int vector_width) {
   if (n == 0) return init;
-  const reduction_plan plan = make_plan(n, vector_width);
+  const reduction_plan plan = make_plan(n, vector_width, plan_max_tiles_for<Op>);
   std::vector<Acc> partials(plan.tiles);
   auto run_tiles = [&](std::uint64_t from, std::uint64_t to) {
     Op local_op = op;

@@ -15,6 +15,7 @@
 #include "tally/detail/runtime.cuh"
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define TALLY_HOST_DEVICE __host__ __device__
@@ -59,15 +60,33 @@ struct reduction_plan {
   TALLY_HOST_DEVICE bool tile_is_full(std::uint64_t tile) const { return tile_begin(tile) + tile_items <= n; }
 };
 
-// Tiles are one step long until there would be more than plan_max_tiles of them; beyond that
-// each tile takes as many steps as keep the count under plan_max_tiles.
-TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector_width) {
+// An operator whose answer cannot depend on the order of combination at all, not even in
+// its rounding (a selection under a total order, as the extrema's candidate combines), says
+// so with `static constexpr bool order_free = true`. Its plan takes fewer, longer tiles:
+// each tile costs a block reduction and a partial for block 0 to fold, which for wide
+// candidates is worth amortizing (measured at 2^24 on the H100, benchmarks/RESULTS.md).
+template <class Op, class = void>
+struct is_order_free : std::false_type {};
+template <class Op>
+struct is_order_free<Op, std::enable_if_t<Op::order_free>> : std::true_type {};
+
+inline constexpr std::uint64_t order_free_max_tiles = 256;
+static_assert(order_free_max_tiles <= plan_max_tiles, "order-free plans take fewer tiles, never more");
+
+// The most tiles the plan of a reduction by Op makes; host and device both ask this.
+template <class Op>
+inline constexpr std::uint64_t plan_max_tiles_for = is_order_free<Op>::value ? order_free_max_tiles : plan_max_tiles;
+
+// Tiles are one step long until there would be more than max_tiles of them; beyond that
+// each tile takes as many steps as keep the count under max_tiles.
+TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector_width,
+                                                     std::uint64_t max_tiles = plan_max_tiles) {
   reduction_plan plan;
   plan.n = n;
   plan.vector_width = vector_width;
   plan.step_items = std::uint64_t(block_threads) * loads_per_step * vector_width;
   const std::uint64_t steps = (n + plan.step_items - 1) / plan.step_items;
-  std::uint64_t steps_per_tile = (steps + plan_max_tiles - 1) / plan_max_tiles;
+  std::uint64_t steps_per_tile = (steps + max_tiles - 1) / max_tiles;
   if (steps_per_tile == 0) steps_per_tile = 1;
   plan.steps_per_tile = int(steps_per_tile);
   plan.tile_items = steps_per_tile * plan.step_items;
