@@ -1,0 +1,90 @@
+#pragma once
+// The loop every tally benchmark shares: device time from CUDA events over k back-to-back
+// enqueues, round-trip time from the host clock around one call, the GBps and N counters,
+// and a correctness check that marks a benchmark as an error instead of timing a wrong
+// answer. Header-only: the benchmarks instantiate it with their own callables.
+
+#include "support/timing.cuh"
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+namespace bench {
+
+// Sums that must agree to a relative 1e-5 (libraries that add in different orders).
+inline bool sums_agree(double got, double want) { return std::fabs(got - want) <= 1e-5 * std::fabs(want); }
+
+// A device value copied back to the host once the stream has reached it.
+template <class T>
+T read_back(cudaStream_t stream, const void* device_value) {
+  T value{};
+  BENCH_CUDA_CHECK(cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, stream));
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return value;
+}
+
+inline void set_counters(benchmark::State& state, double bytes_per_call, double total_seconds) {
+  const double bytes = bytes_per_call * static_cast<double>(state.iterations());
+  state.counters["GBps"] = total_seconds > 0 ? bytes / total_seconds * 1e-9 : 0.0;
+  state.counters["N"] = static_cast<double>(state.range(0));
+}
+
+// Each iteration's time is one call's share of k back-to-back enqueues between two events,
+// after three warm-up calls.
+template <class Enqueue>
+void time_device(benchmark::State& state, cudaStream_t stream, int k, double bytes_per_call, Enqueue&& enqueue) {
+  for (int i = 0; i < 3; ++i) enqueue();
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  event_timer timer;
+  double total = 0.0;
+  for (auto _ : state) {
+    const double s = timer.seconds_per_call(stream, k, enqueue);
+    state.SetIterationTime(s);
+    total += s;
+  }
+  set_counters(state, bytes_per_call, total);
+}
+
+// Each iteration's time is the host clock around one call that returns its answer to the
+// host, after three warm-up calls.
+template <class Call>
+void time_roundtrip(benchmark::State& state, cudaStream_t stream, double bytes_per_call, Call&& call) {
+  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(call());
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  double total = 0.0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto result = call();
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(result);
+    const double s = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(s);
+    total += s;
+  }
+  set_counters(state, bytes_per_call, total);
+}
+
+// Runs a check (a callable returning an empty string when the answer is right, else what is
+// wrong) once; on a failure or an exception prints it, marks the benchmark as an error and
+// returns false.
+template <class Check>
+bool checks_out(benchmark::State& state, const char* program, const char* what, Check&& check) {
+  std::string error;
+  try {
+    error = check();
+  } catch (const std::exception& e) {
+    error = std::string("threw: ") + e.what();
+  }
+  if (error.empty()) return true;
+  std::fprintf(stderr, "%s: %s N=%lld: %s\n", program, what, static_cast<long long>(state.range(0)), error.c_str());
+  state.SkipWithError(error.c_str());
+  return false;
+}
+
+}  // namespace bench
