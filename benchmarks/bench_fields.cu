@@ -21,6 +21,7 @@
 // the medians. Before timing, tally's answers are checked once per N against Thrust's (sums
 // within a relative 1e-5, the box exactly) and the two micro kernels against each other.
 
+#include "support/harness.cuh"
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
 
@@ -92,59 +93,25 @@ inputs& inputs_for(std::size_t n) {
   return slot;
 }
 
-void set_counters(benchmark::State& state, double bytes_per_call, double total_seconds) {
-  const double bytes = bytes_per_call * static_cast<double>(state.iterations());
-  state.counters["GBps"] = total_seconds > 0 ? bytes / total_seconds * 1e-9 : 0.0;
-  state.counters["N"] = static_cast<double>(state.range(0));
+// The shared harness (support/harness.cuh) on this program's stream.
+using bench::sums_agree;
+template <class T>
+T read_back(const void* device_value) {
+  return bench::read_back<T>(ctx->stream, device_value);
 }
-
 template <class Enqueue>
 void time_device(benchmark::State& state, double bytes_per_call, Enqueue&& enqueue) {
   const int k = calls_per_timing(static_cast<std::size_t>(state.range(0)));
-  for (int i = 0; i < 3; ++i) enqueue();
-  BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-  bench::event_timer timer;
-  double total = 0.0;
-  for (auto _ : state) {
-    const double s = timer.seconds_per_call(ctx->stream, k, enqueue);
-    state.SetIterationTime(s);
-    total += s;
-  }
-  set_counters(state, bytes_per_call, total);
+  bench::time_device(state, ctx->stream, k, bytes_per_call, enqueue);
 }
-
 template <class Call>
 void time_roundtrip(benchmark::State& state, double bytes_per_call, Call&& call) {
-  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(call());
-  BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-  double total = 0.0;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto result = call();
-    const auto t1 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(result);
-    const double s = std::chrono::duration<double>(t1 - t0).count();
-    state.SetIterationTime(s);
-    total += s;
-  }
-  set_counters(state, bytes_per_call, total);
+  bench::time_roundtrip(state, ctx->stream, bytes_per_call, call);
 }
-
 template <class Check>
 bool checks_out(benchmark::State& state, const char* what, Check&& check) {
-  std::string error;
-  try {
-    error = check();
-  } catch (const std::exception& e) {
-    error = std::string("threw: ") + e.what();
-  }
-  if (error.empty()) return true;
-  std::fprintf(stderr, "bench_fields: %s N=%lld: %s\n", what, static_cast<long long>(state.range(0)), error.c_str());
-  state.SkipWithError(error.c_str());
-  return false;
+  return bench::checks_out(state, "bench_fields", what, check);
 }
-
-bool sums_agree(double got, double want) { return std::fabs(got - want) <= 1e-5 * std::fabs(want); }
 
 std::string compare_sums(const xyz& got, const xyz& want) {
   const double g[3] = {cuda::std::get<0>(got), cuda::std::get<1>(got), cuda::std::get<2>(got)};
@@ -157,14 +124,6 @@ std::string compare_sums(const xyz& got, const xyz& want) {
     }
   }
   return "";
-}
-
-template <class T>
-T read_back(const void* device_value) {
-  T value{};
-  BENCH_CUDA_CHECK(cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, ctx->stream));
-  BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-  return value;
 }
 
 // ---- the three ways to sum x, y and z, each returning the sums to the host ----

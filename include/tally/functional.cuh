@@ -8,7 +8,40 @@
 
 #include "tally/detail/tuple_like.cuh"
 
+#include <type_traits>
+
 namespace tally {
+namespace detail {
+
+// float and double + and * that the device compiler may not fuse with a neighbouring
+// multiply or add: an FMA rounds once where the host rounds twice, so a transform such as
+// x * x folded by a contracted plus would give the device other bits than the host
+// (docs/determinism.md). The explicitly rounded intrinsics cost the same as the plain ops.
+template <class A, class B>
+__host__ __device__ constexpr auto add_rounded(const A& a, const B& b) -> decltype(a + b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float>) {
+    return __fadd_rn(a, b);
+  } else if constexpr (std::is_same_v<A, double> && std::is_same_v<B, double>) {
+    return __dadd_rn(a, b);
+  }
+#endif
+  return a + b;
+}
+
+template <class A, class B>
+__host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> decltype(a * b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float>) {
+    return __fmul_rn(a, b);
+  } else if constexpr (std::is_same_v<A, double> && std::is_same_v<B, double>) {
+    return __dmul_rn(a, b);
+  }
+#endif
+  return a * b;
+}
+
+}  // namespace detail
 
 // Defines name<T> and the transparent name<void> from a binary expression on (a, b); both
 // recurse field by field into tuple-like arguments.
@@ -37,10 +70,10 @@ namespace tally {
     }                                                                                             \
   };
 
-TALLY_DEFINE_BINARY_OP(plus, a + b)
+TALLY_DEFINE_BINARY_OP(plus, detail::add_rounded(a, b))
 TALLY_DEFINE_BINARY_OP(minimum, b < a ? b : a)
 TALLY_DEFINE_BINARY_OP(maximum, a < b ? b : a)
-TALLY_DEFINE_BINARY_OP(multiplies, a * b)
+TALLY_DEFINE_BINARY_OP(multiplies, detail::multiply_rounded(a, b))
 // Bitwise operators, for integer reductions (and the atomic strategies' exact integer ops).
 TALLY_DEFINE_BINARY_OP(bit_and, a & b)
 TALLY_DEFINE_BINARY_OP(bit_or, a | b)
