@@ -79,16 +79,15 @@ struct step_chunks {
   __device__ __forceinline__ static std::uint64_t chunk_begin(std::uint64_t step_begin, int u) {
     return step_begin + std::uint64_t(u * block_threads + threadIdx.x) * VW;
   }
-  __device__ __forceinline__ void fetch_chunk(const Loader& load, std::uint64_t step_begin, int u) {
-    if constexpr (raw) {
-      load.raw_chunk(chunk_begin(step_begin, u), chunks[u]);
-    } else {
-      load.chunk(chunk_begin(step_begin, u), chunks[u]);
-    }
-  }
   __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) fetch_chunk(load, step_begin, u);
+    for (int u = 0; u < loads_per_step; ++u) {
+      if constexpr (raw) {
+        load.raw_chunk(chunk_begin(step_begin, u), chunks[u]);
+      } else {
+        load.chunk(chunk_begin(step_begin, u), chunks[u]);
+      }
+    }
   }
   __device__ __forceinline__ auto element(const Loader& load, std::uint64_t step_begin, int u, int j) const {
     if constexpr (raw) {
@@ -97,18 +96,19 @@ struct step_chunks {
       return chunks[u][j];
     }
   }
-  // Folds chunk u's elements into acc; with Start, its first element starts acc instead.
+  // Folds every element into acc; with Start, the first element starts it instead.
   template <bool Start, class Acc, class Op>
-  __device__ __forceinline__ void fold_chunk(const Loader& load, std::uint64_t step_begin, int u, Acc& acc,
-                                             Op& op) const {
+  __device__ __forceinline__ void fold(const Loader& load, std::uint64_t step_begin, Acc& acc, Op& op) const {
 #pragma unroll
-    for (int j = 0; j < VW; ++j) {
-      if (Start && j == 0) {
-        acc = static_cast<Acc>(element(load, step_begin, u, 0));
-      } else {
-        fold_into(acc, element(load, step_begin, u, j), op);
+    for (int u = 0; u < loads_per_step; ++u)
+#pragma unroll
+      for (int j = 0; j < VW; ++j) {
+        if (Start && u == 0 && j == 0) {
+          acc = static_cast<Acc>(element(load, step_begin, 0, 0));
+        } else {
+          fold_into(acc, element(load, step_begin, u, j), op);
+        }
       }
-    }
   }
 };
 
@@ -126,30 +126,17 @@ inline constexpr int min_resident_blocks = prefetches_next_tile<VW, Loader> ? 2 
 
 // A full tile whose first step is already in `step` (fetched by the caller, so that its
 // loads can be in flight while the block finishes the previous tile): every thread has
-// chunks at every step, so no bounds or validity checks. As soon as a chunk is folded its
-// registers load the same chunk of the next step, so a thread keeps loads in flight while
-// it folds; after the last step they load the first step of the tile at `next_begin`,
-// where `fetch_next` (the caller's next tile), and are otherwise free on return.
+// chunks at every step, so no bounds or validity checks. On return `step` is free.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op,
-                                                        step_chunks<VW, Loader>& step, std::uint64_t next_begin,
-                                                        bool fetch_next) {
+                                                        step_chunks<VW, Loader>& step) {
   constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
   Acc acc;
-  for (int s = 0; s < steps; ++s) {
+  step.template fold<true>(load, tile_begin, acc, op);
+  for (int s = 1; s < steps; ++s) {
     const std::uint64_t step_begin = tile_begin + std::uint64_t(s) * step_items;
-    const bool last = s + 1 == steps;
-    const bool refill = !last || fetch_next;
-    const std::uint64_t refill_begin = last ? next_begin : step_begin + step_items;
-#pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
-      if (s == 0 && u == 0) {
-        step.template fold_chunk<true>(load, step_begin, u, acc, op);
-      } else {
-        step.template fold_chunk<false>(load, step_begin, u, acc, op);
-      }
-      if (refill) step.fetch_chunk(load, refill_begin, u);
-    }
+    step.fetch(load, step_begin);
+    step.template fold<false>(load, step_begin, acc, op);
   }
   return acc;
 }
@@ -158,7 +145,7 @@ template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op) {
   step_chunks<VW, Loader> step;
   step.fetch(load, tile_begin);
-  return reduce_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step, 0, false);
+  return reduce_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step);
 }
 
 // The last, partial tile: the same order restricted to indices below n. Chunks wholly
@@ -255,16 +242,16 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
                                                 partial_cell<Acc>* cells) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
-  const auto full = [&](std::uint64_t tile) { return tile < plan.tiles && plan.tile_is_full(tile); };
-  if (prefetch && full(blockIdx.x)) step.fetch(load, plan.tile_begin(blockIdx.x));
+  const auto fetch_if_full = [&](std::uint64_t tile) {
+    if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
+  };
+  if constexpr (prefetch) fetch_if_full(blockIdx.x);
   for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
     Acc partial;
     if (plan.tile_is_full(tile)) {
-      if constexpr (!prefetch) step.fetch(load, plan.tile_begin(tile));
-      const std::uint64_t next = tile + gridDim.x;
-      const bool fetch_next = prefetch && full(next);
-      const Acc mine = reduce_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step,
-                                                         fetch_next ? plan.tile_begin(next) : 0, fetch_next);
+      if constexpr (!prefetch) fetch_if_full(tile);
+      const Acc mine = reduce_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
+      if constexpr (prefetch) fetch_if_full(tile + gridDim.x);
       partial = tally::block::reduce<block_threads>(mine, op);
     } else {
       bool valid = false;
