@@ -472,19 +472,8 @@ void register_roundtrips() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("bench_family: no CUDA device; nothing to measure\n");
-    return 0;
-  }
-  int device = 0;
-  BENCH_CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  BENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  benchmark::AddCustomContext("gpu", prop.name);
+  bool bad_arguments = false;
+  if (!bench::start(&argc, argv, "bench_family", &bad_arguments)) return bad_arguments ? 1 : 0;
 
   context c;
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));

@@ -289,19 +289,8 @@ void register_family(const std::string& name, clock_kind clock, F fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("bench_fields: no CUDA device; nothing to measure\n");
-    return 0;
-  }
-  int device = 0;
-  BENCH_CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  BENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  benchmark::AddCustomContext("gpu", prop.name);
+  bool bad_arguments = false;
+  if (!bench::start(&argc, argv, "bench_fields", &bad_arguments)) return bad_arguments ? 1 : 0;
 
   context c;
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));

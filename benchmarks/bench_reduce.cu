@@ -34,6 +34,7 @@
 // for the nondeterministic float and double atomics), which marks that benchmark as an error
 // on a mismatch or an exception, leaving the rest of the run alone.
 
+#include "support/harness.cuh"
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
 
@@ -377,19 +378,8 @@ void register_type() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("bench_reduce: no CUDA device; nothing to measure\n");
-    return 0;
-  }
-  int device = 0;
-  BENCH_CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  BENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  benchmark::AddCustomContext("gpu", prop.name);
+  bool bad_arguments = false;
+  if (!bench::start(&argc, argv, "bench_reduce", &bad_arguments)) return bad_arguments ? 1 : 0;
   benchmark::AddCustomContext("l2_bytes", std::to_string(bench::l2_cache_bytes()));
 
   context c;

@@ -17,6 +17,26 @@
 
 namespace bench {
 
+// The start of every benchmark program: Google Benchmark's flags, then the GPU it will time,
+// named in the output's context. Returns false, having said why, where there is nothing to
+// measure (no CUDA device); the program then exits 0, so scripts run on any machine.
+inline bool start(int* argc, char** argv, const char* program, bool* bad_arguments) {
+  benchmark::Initialize(argc, argv);
+  *bad_arguments = benchmark::ReportUnrecognizedArguments(*argc, argv);
+  if (*bad_arguments) return false;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("%s: no CUDA device; nothing to measure\n", program);
+    return false;
+  }
+  int device = 0;
+  BENCH_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  BENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  benchmark::AddCustomContext("gpu", prop.name);
+  return true;
+}
+
 // Sums that must agree to a relative 1e-5 (libraries that add in different orders).
 inline bool sums_agree(double got, double want) { return std::fabs(got - want) <= 1e-5 * std::fabs(want); }
 
