@@ -223,10 +223,20 @@ void time_roundtrip(benchmark::State& state, std::size_t n, Call&& call) {
   set_counters(state, n, sizeof(T), total);
 }
 
-// A tally device variant: the default policy with a forced strategy, nondeterministic or not.
+// tally::plus without its commutative mark: a sum that takes the order-preserving path, to
+// time that path against the commutative one on the same input (docs/operators.md).
+template <class T>
+struct plus_in_order {
+  __host__ __device__ T operator()(const T& a, const T& b) const { return tally::plus<T>{}(a, b); }
+};
+static_assert(!tally::is_commutative_v<plus_in_order<float>>, "plus_in_order must take the ordered path");
+
+// A tally device variant: the default policy with a forced strategy, nondeterministic or not,
+// and the sum marked commutative (tally::plus) or not (plus_in_order).
 struct variant {
   tally::strategy strategy = tally::strategy::automatic;
   bool nondeterministic = false;
+  bool ordered = false;
 
   tally::device_policy policy(cudaStream_t stream) const {
     const tally::device_policy p = tally::device.on(stream).strategy(strategy);
@@ -241,7 +251,11 @@ bool variant_checks_out(benchmark::State& state, const variant& v, std::size_t n
   std::string error;
   try {
     const T* in = input.input->first();
-    tally::reduce_into(v.policy(ctx->stream), in, in + n, device_out<T>(), T{}, tally::plus<T>{});
+    if (v.ordered) {
+      tally::reduce_into(v.policy(ctx->stream), in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
+    } else {
+      tally::reduce_into(v.policy(ctx->stream), in, in + n, device_out<T>(), T{}, tally::plus<T>{});
+    }
     const T got = read_back(device_out<T>());
     const double tolerance = v.nondeterministic ? element<T>::nd_tolerance : element<T>::tolerance;
     double rel = 0.0;
@@ -264,8 +278,15 @@ template <class T>
 void device_tally(benchmark::State& state, variant v) {
   const auto n = static_cast<std::size_t>(state.range(0));
   auto& input = input_for<T>(n);
-  if (v.strategy != tally::strategy::automatic && !variant_checks_out(state, v, n, input)) return;
+  if ((v.strategy != tally::strategy::automatic || v.ordered) && !variant_checks_out(state, v, n, input)) return;
   const auto policy = v.policy(ctx->stream);
+  if (v.ordered) {
+    time_device<T>(state, n, [&] {
+      const T* in = input.input->next();
+      tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
+    });
+    return;
+  }
   time_device<T>(state, n, [&] {
     const T* in = input.input->next();
     tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
@@ -364,6 +385,8 @@ void register_type() {
   };
   tally_family("tally_reduce_into", variant{tally::strategy::automatic, false});
   tally_family("tally_two_pass", variant{tally::strategy::two_pass, false});
+  if constexpr (std::is_same_v<T, float>)
+    tally_family("tally_ordered", variant{tally::strategy::automatic, false, true});
   tally_family("tally_block_atomic" + atomic_suffix, variant{tally::strategy::block_atomic, !exact});
   tally_family("tally_warp_atomic" + atomic_suffix, variant{tally::strategy::warp_atomic, !exact});
   register_family(device + "cub_sum", clock_kind::device, device_cub_sum<T>);

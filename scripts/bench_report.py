@@ -25,6 +25,7 @@ VARIANTS = {
     "device": {
         "tally_reduce_into": "tally",
         "tally_two_pass": "two_pass",
+        "tally_ordered": "ordered",
         "tally_block_atomic": "block_atomic",
         "tally_block_atomic_nd": "block_atomic",
         "tally_warp_atomic": "warp_atomic",
@@ -50,6 +51,9 @@ TARGET_MID_VS_CUB = 1.5  # 2^14 <= N <= 2^20
 TARGET_CEILING_PCT = 95.0  # N >= 2^24
 TARGET_ROUNDTRIP_SMALL = 2.5  # N <= 2^22
 TARGET_ROUNDTRIP_LARGE = 1.0  # N > 2^22
+# The operators issue: the order-preserving path on a float sum, at least this share of the
+# commutative path's bandwidth.
+TARGET_ORDERED_SHARE_PCT = 90.0
 
 
 def parse_name(run_name):
@@ -230,6 +234,15 @@ def targets(typ, m, nondeterministic):
         target_line(f"cost of tally's default vs the {alt_label} (tally time / its time − 1), max over N",
                     extreme(over(cost), max), "+.1f", "%"),
     ]
+    if has_data(m["ordered"]):
+        def ordered_share(n):
+            r = ratio(m["tally"].get(n), m["ordered"].get(n))
+            return None if r is None else 100 * r
+        lines.append(target_line("order-preserving path, % of the commutative path's bandwidth, min over all N",
+                                 extreme(over(ordered_share), min), ".1f", "%", TARGET_ORDERED_SHARE_PCT))
+        lines.append(target_line("order-preserving path, % of the commutative path's bandwidth, min over N ≥ 2^24",
+                                 extreme(over(ordered_share, lo=1 << 24), min), ".1f", "%",
+                                 TARGET_ORDERED_SHARE_PCT))
     slot_vs_copy = over(lambda n: ratio(m["tally_rt_copy"].get(n), m["tally_rt"].get(n)))
     lo, hi = extreme(slot_vs_copy, min), extreme(slot_vs_copy, max)
     if lo is not None:

@@ -124,8 +124,10 @@ TEST(host_reduce_semantics, reversed_range_throws_invalid_argument) {
 namespace {
 
 // Order-sensitive, non-associative on purpose: any difference in the order of operations
-// between the host backend and the plan changes the result.
+// between the host backend and the plan changes the result. Marked commutative (a lie the
+// test needs) so that it takes the commutative plan the oracle states.
 struct order_witness {
+  static constexpr bool commutative = true;
   __host__ __device__ unsigned operator()(unsigned a, unsigned b) const { return a * 31u + b; }
 };
 
@@ -156,9 +158,8 @@ TEST(host_backend_follows_the_plan, multi_step_tiles_match_the_oracle) {
   const std::size_t n = tally::detail::max_tiles * 2048 + 12345;
   const auto u = random_values<unsigned long long>(n, s.rng);
   ASSERT_GT(tally::detail::make_plan_for<unsigned long long>(n).steps_per_tile, 1);
-  EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 3ull, [](unsigned long long a, unsigned long long b) {
-              return a * 1000003ull + b;
-            }),
+  EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 3ull,
+                          tally::commutative([](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; })),
             tally_test::oracle::reduce(u, 3ull, [](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; }));
 }
 

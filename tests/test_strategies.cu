@@ -146,8 +146,11 @@ TEST_F(strategies, compare_and_swap_loops_serve_operators_without_a_native_atomi
     device_buffer<unsigned> d(v);
     const unsigned want = tally::reduce(tally::host, v.begin(), v.end(), 1u, saturating_add{});
     for (strategy st : {strategy::block_atomic, strategy::warp_atomic}) {
-      // Not in the exact list, so it needs nondeterministic() even though this one is exact.
-      EXPECT_EQ(tally::reduce(tally::device.nondeterministic().strategy(st), d.begin(), d.end(), 1u, saturating_add{}), want);
+      // Not in the exact list, so it needs nondeterministic() even though this one is exact;
+      // and as a user functor it must be marked commutative to be combined by atomics.
+      EXPECT_EQ(tally::reduce(tally::device.nondeterministic().strategy(st), d.begin(), d.end(), 1u,
+                              tally::commutative(saturating_add{})),
+                want);
     }
   }
 }

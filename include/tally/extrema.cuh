@@ -46,6 +46,7 @@ template <class V, class Comp, bool Maximum, bool LastOfEquals>
 struct keep_extremum {
   // Any tree of combines selects the same candidate (detail/plan.cuh, is_order_free).
   static constexpr bool order_free = true;
+  static constexpr bool commutative = true;
   Comp comp;
 
   // comp may be host-only (a plain lambda) under a host policy; the device instantiation
@@ -85,6 +86,7 @@ using keep_last_max = keep_extremum<V, Comp, true, true>;
 template <class V, class Comp>
 struct keep_min_and_max {
   static constexpr bool order_free = true;
+  static constexpr bool commutative = true;
   Comp comp;
 
   __host__ __device__ min_and_max<V> operator()(const min_and_max<V>& a, const min_and_max<V>& b) const {

@@ -41,6 +41,8 @@ auto zip(Its... firsts) {
 // op_i applied to field i: the operator tally::fields(op0, op1, ...) returns.
 template <class... Ops>
 struct fields_op {
+  // Fieldwise, so as commutative as its least commutative field operator.
+  static constexpr bool commutative = (is_commutative_v<Ops> && ...);
   cuda::std::tuple<Ops...> ops;
 
   template <class T>

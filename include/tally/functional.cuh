@@ -7,6 +7,7 @@
 // by field: tally::minimum<float3> is the componentwise minimum, not a lexicographic one.
 
 #include "tally/detail/tuple_like.cuh"
+#include "tally/operator_traits.cuh"
 
 #include <type_traits>
 
@@ -44,12 +45,14 @@ __host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> d
 }  // namespace detail
 
 // Defines name<T> and the transparent name<void> from a binary expression on (a, b); both
-// recurse field by field into tuple-like arguments.
+// recurse field by field into tuple-like arguments. Every operator here is commutative, so
+// reductions by it take the fastest plan (operator_traits.cuh).
 #define TALLY_DEFINE_BINARY_OP(name, expression)                                                   \
   template <class T = void>                                                                       \
   struct name;                                                                                    \
   template <>                                                                                     \
   struct name<void> {                                                                             \
+    static constexpr bool commutative = true;                                                     \
     template <class A, class B, std::enable_if_t<!detail::is_tuple_like_v<A>, int> = 0>           \
     __host__ __device__ constexpr auto operator()(const A& a, const B& b) const -> decltype(expression) { \
       return expression;                                                                          \
@@ -61,6 +64,7 @@ __host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> d
   };                                                                                              \
   template <class T>                                                                              \
   struct name {                                                                                   \
+    static constexpr bool commutative = true;                                                     \
     __host__ __device__ constexpr T operator()(const T& a, const T& b) const {                    \
       if constexpr (detail::is_tuple_like_v<T>) {                                                 \
         return detail::every_field(a, b, name<void>{});                                           \
@@ -78,6 +82,9 @@ TALLY_DEFINE_BINARY_OP(multiplies, detail::multiply_rounded(a, b))
 TALLY_DEFINE_BINARY_OP(bit_and, a & b)
 TALLY_DEFINE_BINARY_OP(bit_or, a | b)
 TALLY_DEFINE_BINARY_OP(bit_xor, a ^ b)
+// Logical operators: the result is a bool (or, fieldwise, the field's type).
+TALLY_DEFINE_BINARY_OP(logical_and, a && b)
+TALLY_DEFINE_BINARY_OP(logical_or, a || b)
 #undef TALLY_DEFINE_BINARY_OP
 
 }  // namespace tally

@@ -11,7 +11,10 @@
 //                                             for it; device-writable out under a device
 //                                             policy; capturable in a CUDA graph
 //
-// op must be associative and commutative and callable as op(T, T) on the policy's side.
+// op must be associative and callable as op(T, T) on the policy's side. A commutative op
+// (tally::is_commutative: plus, min, max, bitwise and logical functors, or one marked by
+// tally::commutative(op)) takes the fastest plan; any other op keeps left-to-right order
+// (docs/operators.md).
 
 #include "tally/detail/device_dispatch.cuh"
 #include "tally/detail/host_backend.cuh"
@@ -21,6 +24,7 @@
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
 #include "tally/functional.cuh"
+#include "tally/operator_traits.cuh"
 
 #include <cstdint>
 #include <cstring>
@@ -49,44 +53,66 @@ inline constexpr bool is_device_lambda_v = __nv_is_extended_device_lambda_closur
 template <class Op>
 inline constexpr bool is_device_lambda_v = false;
 #endif
+// tally::commutative(a __device__ lambda) hides the lambda's result type just as well.
+template <class Op>
+inline constexpr bool is_device_lambda_v<commutative_op<Op>> = is_device_lambda_v<Op>;
 
 template <class Acc, class Op>
-constexpr void check_invocable() {
-  static_assert(std::is_invocable_v<Op&, const Acc&, const Acc&>,
-                "tally: the operator cannot be called as op(init, init); init's type is the accumulator");
-  static_assert(std::is_convertible_v<std::invoke_result_t<Op&, const Acc&, const Acc&>, Acc>,
-                "tally: op(init, init) must return a type convertible to init's type");
+constexpr bool folds_accumulator() {
+  if constexpr (std::is_invocable_v<Op&, const Acc&, const Acc&>) {
+    return std::is_convertible_v<std::invoke_result_t<Op&, const Acc&, const Acc&>, Acc>;
+  } else {
+    return false;
+  }
 }
 
-// Readable errors for operators that cannot fold init's type. An extended __device__
-// lambda's result type cannot be asked on the host, so it is trusted.
+// Whether op can fold a range of V into init's type Acc. An extended __device__ lambda's
+// result type cannot be asked on the host, so it is trusted.
+template <class Acc, class Op, class V>
+inline constexpr bool operator_fits_v = std::is_convertible_v<V, Acc> && (is_device_lambda_v<Op> || folds_accumulator<Acc, Op>());
+
+// Readable errors for operators that cannot fold init's type. The callers compile nothing
+// else when one fails (operator_fits_v), so the message is not buried in template errors.
 template <class Acc, class Op, class V>
 constexpr void check_operator() {
   static_assert(std::is_convertible_v<V, Acc>, "tally: the range's values must convert to init's type");
-  if constexpr (!is_device_lambda_v<Op>) check_invocable<Acc, Op>();
+  if constexpr (!is_device_lambda_v<Op>) {
+    static_assert(std::is_invocable_v<Op&, const Acc&, const Acc&>,
+                  "tally: the operator cannot be called as op(init, init); init's type is the accumulator");
+    if constexpr (std::is_invocable_v<Op&, const Acc&, const Acc&>)
+      static_assert(std::is_convertible_v<std::invoke_result_t<Op&, const Acc&, const Acc&>, Acc>,
+                    "tally: op(init, init) must return a type convertible to init's type");
+  }
 }
-
 
 template <class Acc, class It, class Op>
 Acc reduce_impl(const host_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
-  const std::uint64_t n = checked_distance(first, last, "reduce");
-  return host::reduce(first, n, init, op, policy.thread_count(), plan_vector_width_v<It>);
+  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>>) {
+    return init;  // not compiled further: check_operator has failed
+  } else {
+    const std::uint64_t n = checked_distance(first, last, "reduce");
+    return host::reduce(first, n, init, op, policy.thread_count(), plan_vector_width_v<It>);
+  }
 }
 
 template <class Acc, class It, class Op>
 Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(std::is_trivially_copyable_v<Acc>, "tally: a device reduction needs a trivially copyable init type");
-  const std::uint64_t n = checked_distance(first, last, "reduce");
-  const int device = current_device();
-  if (n == 0) return init;
-  result_slot slot;
-  device_reduce(first, n, init, op, static_cast<Acc*>(slot.device()), slot.ready_flag(), policy, device, "reduce");
-  slot.wait(policy.stream());
-  Acc result;
-  std::memcpy(&result, slot.host(), sizeof(Acc));
-  return result;
+  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !std::is_trivially_copyable_v<Acc>) {
+    return init;  // not compiled further: a check above has failed
+  } else {
+    const std::uint64_t n = checked_distance(first, last, "reduce");
+    const int device = current_device();
+    if (n == 0) return init;
+    result_slot slot;
+    device_reduce(first, n, init, op, static_cast<Acc*>(slot.device()), slot.ready_flag(), policy, device, "reduce");
+    slot.wait(policy.stream());
+    Acc result;
+    std::memcpy(&result, slot.host(), sizeof(Acc));
+    return result;
+  }
 }
 
 template <class Acc, class It, class OutIt, class Op>
@@ -99,18 +125,20 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(is_contiguous_v<OutIt>,
                 "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
-  const std::uint64_t n = checked_distance(first, last, "reduce_into");
-  const int device = current_device();
-  const auto* const_out = raw_pointer(out);
-  using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
-  auto* out_ptr = const_cast<out_t*>(const_out);
-  check_device_accessible(out_ptr, properties(device), "reduce_into", "out");
-  if (n == 0) {
-    write_value_kernel<<<1, 1, 0, policy.stream()>>>(out_ptr, init);
-    TALLY_CUDA_CHECK(cudaGetLastError());
-    return;
+  if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt>) {
+    const std::uint64_t n = checked_distance(first, last, "reduce_into");
+    const int device = current_device();
+    const auto* const_out = raw_pointer(out);
+    using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
+    auto* out_ptr = const_cast<out_t*>(const_out);
+    check_device_accessible(out_ptr, properties(device), "reduce_into", "out");
+    if (n == 0) {
+      write_value_kernel<<<1, 1, 0, policy.stream()>>>(out_ptr, init);
+      TALLY_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    device_reduce(first, n, init, op, out_ptr, static_cast<unsigned int*>(nullptr), policy, device, "reduce_into");
   }
-  device_reduce(first, n, init, op, out_ptr, static_cast<unsigned int*>(nullptr), policy, device, "reduce_into");
 }
 
 template <class It>

@@ -8,6 +8,7 @@
 #include "tally/fields.cuh"
 #include "tally/functional.cuh"
 #include "tally/logical.cuh"
+#include "tally/operator_traits.cuh"
 #include "tally/ranges.cuh"
 #include "tally/reduce.cuh"
 #include "tally/transform_reduce.cuh"

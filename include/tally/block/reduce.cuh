@@ -65,4 +65,37 @@ __device__ T reduce(T value, Op op) {
   return value;
 }
 
+// Order-preserving: the result is the fold of the threads' values in thread order, for
+// operators that are associative but not commutative. Each warp folds its lanes by
+// tally::warp::reduce_ordered, then warp 0 folds the warps' results in warp order.
+template <int BlockThreads, class T, class Op>
+__device__ T reduce_ordered(T value, bool& valid, Op op) {
+  static_assert(BlockThreads % 32 == 0 && BlockThreads <= 1024, "BlockThreads: a multiple of 32, at most 1024");
+  constexpr int warps = BlockThreads / 32;
+  __shared__ detail::reduce_storage<T, warps> storage;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp_id = threadIdx.x / 32;
+
+  value = tally::warp::reduce_ordered(value, valid, op);
+  __syncthreads();  // an earlier call may still be reading the storage
+  if (lane == 0) {
+    storage.slots()[warp_id] = value;
+    storage.valid[warp_id] = valid;
+  }
+  __syncthreads();
+  if (warp_id == 0) {
+    valid = lane < warps && storage.valid[lane];
+    if (valid) value = storage.slots()[lane];
+    value = tally::warp::reduce_ordered(value, valid, op);
+  }
+  return value;
+}
+
+// All threads hold a value.
+template <int BlockThreads, class T, class Op>
+__device__ T reduce_ordered(T value, Op op) {
+  bool valid = true;
+  return reduce_ordered<BlockThreads>(value, valid, op);
+}
+
 }  // namespace tally::block

@@ -3,12 +3,14 @@
 
 #include "tally/detail/atomic_reduce.cuh"
 #include "tally/detail/iterators.cuh"
+#include "tally/detail/ordered_kernel.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/reduce_kernel.cuh"
 #include "tally/detail/runtime.cuh"
 #include "tally/detail/transform_views.cuh"
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
+#include "tally/operator_traits.cuh"
 
 #include <atomic>
 #include <cstdint>
@@ -61,7 +63,11 @@ template <class Acc, class Op>
 tally::strategy choose_strategy(const device_policy& policy, const char* algorithm) {
   const tally::strategy forced = policy.forced_strategy();
   if (forced == tally::strategy::block_atomic || forced == tally::strategy::warp_atomic) {
-    if constexpr (!fits_atomic_word_v<Acc>) {
+    if constexpr (!is_commutative_v<Op>) {
+      throw_invalid_argument(algorithm,
+                             "the atomic strategies combine results in arrival order, so they need a commutative "
+                             "operator; if this one is, pass tally::commutative(op)");
+    } else if constexpr (!fits_atomic_word_v<Acc>) {
       throw_invalid_argument(algorithm, "the atomic strategies need an accumulator (init's type) of 4 or 8 bytes");
     } else if (!policy.is_nondeterministic() && !is_exact_integer_op_v<Acc, Op>) {
       throw_invalid_argument(algorithm,
@@ -73,11 +79,10 @@ tally::strategy choose_strategy(const device_policy& policy, const char* algorit
   return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
 }
 
+// The commutative plan: the single pass, the two pass or an atomic strategy.
 template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
-                   const device_policy& policy, int device, const char* algorithm) {
-  static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
-  const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
+void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                               const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   const stream_scratch scratch = scratch_for(device, policy.stream());
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
@@ -119,6 +124,45 @@ void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* ou
   const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
   kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, cells, out, ready);
   TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+// The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.
+template <class Acc, int VW, class Loader, class Op, class Out>
+void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                           const device_policy& policy, int device, tally::strategy chosen) {
+  const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
+  const stream_scratch scratch = scratch_for(device, policy.stream());
+  auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
+  const cudaStream_t stream = policy.stream();
+  constexpr int cached_devices = 64;
+
+  if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
+    auto kernel = ordered_tile_partials_kernel<Acc, VW, Loader, Op>;
+    static std::atomic<int> occupancy[cached_devices];
+    const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
+    kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, op, cells);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    ordered_fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, stream>>>(plan.tiles, init, op, cells, out,
+                                                                                  ready);
+  } else {
+    auto kernel = ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>;
+    static std::atomic<int> occupancy[cached_devices];
+    const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
+    kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, cells, out, ready);
+  }
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class Acc, int VW, class Loader, class Op, class Out>
+void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                   const device_policy& policy, int device, const char* algorithm) {
+  static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
+  const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
+  if constexpr (is_commutative_v<Op>) {
+    launch_commutative_reduce<Acc, VW>(load, n, init, op, out, ready, policy, device, chosen);
+  } else {
+    launch_ordered_reduce<Acc, VW>(load, n, init, op, out, ready, policy, device, chosen);
+  }
 }
 
 // Reduces [first, first + n) on the device into *out (device-writable memory), raising

@@ -1,9 +1,11 @@
 #pragma once
 // The host backend: the device plan executed on CPU threads. Each tile is reduced by
 // replaying what the block's threads, warps and shuffle trees do, so float and double
-// results equal the device's bit for bit (docs/determinism.md).
+// results equal the device's bit for bit (docs/determinism.md). Operators that are not
+// commutative replay the order-preserving plan instead (ordered_reduce_tile).
 
 #include "tally/detail/plan.cuh"
+#include "tally/operator_traits.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -121,6 +123,69 @@ Acc fold_partials(const std::vector<Acc>& partials, Op& op) {
   return block_reduce(lanes.data(), op).value;
 }
 
+// ---- the order-preserving plan (plan.cuh, ordered_tile; ordered_kernel.cuh) ----
+
+// tally::warp::reduce_ordered on 32 lanes: for d = 1, 2, 4, 8, 16, lane i (a multiple of
+// 2d) takes combine(v[i], v[i + d]); each step reads lanes the previous steps finished.
+template <class Acc, class Op>
+lane_value<Acc> ordered_warp_reduce(lane_value<Acc>* lanes, Op& op) {
+  for (int delta = 1; delta < warp_threads; delta *= 2)
+    for (int i = 0; i + delta < warp_threads; i += 2 * delta) combine(lanes[i], lanes[i + delta], op);
+  return lanes[0];
+}
+
+// tally::block::reduce_ordered for block_threads lanes (the lanes are overwritten).
+template <class Acc, class Op>
+lane_value<Acc> ordered_block_reduce(lane_value<Acc>* lanes, Op& op) {
+  constexpr int warps = block_threads / warp_threads;
+  lane_value<Acc> warp_results[warp_threads];
+  for (int w = 0; w < warps; ++w) warp_results[w] = ordered_warp_reduce(lanes + w * warp_threads, op);
+  return ordered_warp_reduce(warp_results, op);
+}
+
+// ordered_reduce_tile: each warp's pieces in order, each piece's lanes by the ordered warp
+// tree, then the warps' folds by the ordered tree.
+template <class Acc, class It, class Op>
+Acc ordered_reduce_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+  using difference_type = typename std::iterator_traits<It>::difference_type;
+  const ordered_tile shape = ordered_tile_of(plan, tile);
+  constexpr int warps = block_threads / warp_threads;
+  lane_value<Acc> warp_results[warp_threads];
+  lane_value<Acc> lanes[warp_threads];
+  for (int w = 0; w < warps; ++w) {
+    for (std::uint64_t piece = 0; piece < shape.steps; ++piece) {
+      const std::uint64_t piece_begin = shape.piece_begin(w, piece);
+      if (piece_begin >= shape.end) break;
+      for (int l = 0; l < warp_threads; ++l) {
+        lane_value<Acc>& lane = lanes[l];
+        lane.valid = false;
+        const std::uint64_t run_begin = piece_begin + std::uint64_t(l) * shape.run_items;
+        const std::uint64_t run_end = std::min(shape.end, run_begin + shape.run_items);
+        for (std::uint64_t i = run_begin; i < run_end; ++i) {
+          const Acc x = static_cast<Acc>(first[static_cast<difference_type>(i)]);
+          lane.value = lane.valid ? static_cast<Acc>(op(lane.value, x)) : x;
+          lane.valid = true;
+        }
+      }
+      combine(warp_results[w], ordered_warp_reduce(lanes, op), op);
+    }
+  }
+  return ordered_warp_reduce(warp_results, op).value;
+}
+
+// ordered_fold_published_partials: thread t folds its contiguous range, then the ordered
+// block tree.
+template <class Acc, class Op>
+Acc ordered_fold_partials(const std::vector<Acc>& partials, Op& op) {
+  const std::uint64_t per_thread = ordered_partials_per_thread(partials.size());
+  std::vector<lane_value<Acc>> lanes(block_threads);
+  for (std::size_t k = 0; k < partials.size(); ++k) {
+    lane_value<Acc> p{partials[k], true};
+    combine(lanes[k / per_thread], p, op);
+  }
+  return ordered_block_reduce(lanes.data(), op).value;
+}
+
 // Tiles are spread over threads; below this many elements one thread does it all.
 inline constexpr std::uint64_t parallel_threshold = std::uint64_t(1) << 18;
 
@@ -131,7 +196,13 @@ Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int
   std::vector<Acc> partials(plan.tiles);
   auto run_tiles = [&](std::uint64_t from, std::uint64_t to) {
     Op local_op = op;
-    for (std::uint64_t tile = from; tile < to; ++tile) partials[tile] = reduce_tile<Acc>(first, plan, tile, local_op);
+    for (std::uint64_t tile = from; tile < to; ++tile) {
+      if constexpr (is_commutative_v<Op>) {
+        partials[tile] = reduce_tile<Acc>(first, plan, tile, local_op);
+      } else {
+        partials[tile] = ordered_reduce_tile<Acc>(first, plan, tile, local_op);
+      }
+    }
   };
 
   unsigned threads = 1;
@@ -160,7 +231,14 @@ Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int
     for (auto& error : errors)
       if (error) std::rethrow_exception(error);
   }
-  const Acc total = plan.tiles == 1 ? partials[0] : fold_partials(partials, op);
+  Acc total = partials[0];
+  if (plan.tiles > 1) {
+    if constexpr (is_commutative_v<Op>) {
+      total = fold_partials(partials, op);
+    } else {
+      total = ordered_fold_partials(partials, op);
+    }
+  }
   return static_cast<Acc>(op(init, total));
 }
 

@@ -11,6 +11,10 @@
 // shuffle-down tree, warp 0 folds the warps' results the same way, and the last block
 // folds the tile partials: thread t takes partials t, t + block_threads, ... in order,
 // then the same block tree. See docs/determinism.md.
+//
+// An operator that is not commutative (operator_traits.cuh) takes the order-preserving
+// variant of the same plan (ordered_tile below): the same tiles, but every lane, warp and
+// tile owns a contiguous run and every tree combines neighbours, left operand first.
 
 #include "tally/detail/runtime.cuh"
 
@@ -97,6 +101,41 @@ TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector
 template <class V>
 TALLY_HOST_DEVICE constexpr reduction_plan make_plan_for(std::uint64_t n) {
   return make_plan(n, vector_width_v<V>);
+}
+
+// The order-preserving plan, for operators that are not commutative. Tiles are the plan's.
+// A tile of `steps` steps (its own count: the last tile may have fewer) is cut into
+// block_threads / warp_threads contiguous warp regions of steps pieces each; a piece is
+// warp_threads contiguous lane runs of loads_per_step chunks (vector_width elements each).
+// A lane folds its run left to right, the warp folds its lanes by the ordered tree
+// (tally::warp::reduce_ordered) and folds its pieces in order; the block folds its warps by
+// the ordered tree. Tile partials: thread t folds the contiguous range
+// [t * per_thread, (t + 1) * per_thread) of them, then the ordered block tree.
+struct ordered_tile {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;        // min(n, begin + tile_items)
+  std::uint64_t steps = 0;      // pieces per warp region
+  std::uint64_t run_items = 0;  // one lane's run in a piece: loads_per_step * vector_width
+  std::uint64_t piece_items = 0;
+
+  TALLY_HOST_DEVICE std::uint64_t piece_begin(int warp, std::uint64_t piece) const {
+    return begin + (std::uint64_t(warp) * steps + piece) * piece_items;
+  }
+};
+
+TALLY_HOST_DEVICE inline ordered_tile ordered_tile_of(const reduction_plan& plan, std::uint64_t tile) {
+  ordered_tile t;
+  t.begin = plan.tile_begin(tile);
+  t.end = plan.tile_is_full(tile) ? t.begin + plan.tile_items : plan.n;
+  t.steps = (t.end - t.begin + plan.step_items - 1) / plan.step_items;
+  t.run_items = std::uint64_t(loads_per_step) * plan.vector_width;
+  t.piece_items = t.run_items * warp_threads;
+  return t;
+}
+
+// How many consecutive tile partials each thread of the folding block takes.
+TALLY_HOST_DEVICE constexpr std::uint64_t ordered_partials_per_thread(std::uint64_t tiles) {
+  return (tiles + block_threads - 1) / block_threads;
 }
 
 }  // namespace tally::detail

@@ -52,4 +52,38 @@ __device__ __forceinline__ T reduce(T value, bool& valid, Op op) {
   return value;
 }
 
+// Order-preserving folds, for operators that are associative but not commutative: the
+// result is v[0] op v[1] op ... op v[31] (lane order). Adjacent lanes combine first
+// (d = 1, 2, 4, 8, 16: lane i, a multiple of 2d, takes op(v[i], v[i + d])); the left
+// operand is always the lower lane. Lanes that are not a multiple of 2d do not call op,
+// so op never sees a value that is not a fold of consecutive lanes. Lane 0 holds the result.
+template <class T, class Op>
+__device__ __forceinline__ T reduce_ordered(T value, Op op) {
+  const unsigned lane = threadIdx.x % 32;
+#pragma unroll
+  for (unsigned delta = 1; delta < 32; delta *= 2) {
+    const T right = shuffle_down(value, delta);
+    if ((lane & (2 * delta - 1)) == 0) value = static_cast<T>(op(value, right));
+  }
+  return value;
+}
+
+// The same where some lanes hold nothing (valid == false): an empty side leaves the other
+// unchanged, so the result is the ordered fold of the valid lanes. On return lane 0's
+// `valid` says whether any lane had a value.
+template <class T, class Op>
+__device__ __forceinline__ T reduce_ordered(T value, bool& valid, Op op) {
+  const unsigned lane = threadIdx.x % 32;
+#pragma unroll
+  for (unsigned delta = 1; delta < 32; delta *= 2) {
+    const T right = shuffle_down(value, delta);
+    const bool right_valid = __shfl_down_sync(full_mask, valid, delta) && lane + delta < 32;
+    if ((lane & (2 * delta - 1)) == 0) {
+      if (right_valid) value = valid ? static_cast<T>(op(value, right)) : right;
+      valid = valid || right_valid;
+    }
+  }
+  return value;
+}
+
 }  // namespace tally::warp

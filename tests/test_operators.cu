@@ -1,0 +1,509 @@
+// Operators (tally/operator_traits.cuh, docs/operators.md): which are commutative, and the
+// order-preserving plan every other operator takes. Non-commutative operators here change
+// their result under any reordering, so each is checked against std::accumulate's left
+// fold, on the host and on the device (device tests skip without a GPU).
+#include "support/test_support.cuh"
+#include "tally/block/reduce.cuh"
+#include "tally/fields.cuh"
+#include "tally/functional.cuh"
+#include "tally/operator_traits.cuh"
+#include "tally/reduce.cuh"
+#include "tally/tally.cuh"
+#include "tally/warp/reduce.cuh"
+
+#include <thrust/functional.h>
+
+#include <cuda/functional>
+#include <cuda/std/functional>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tally_test::bits_of;
+using tally_test::device_buffer;
+using tally_test::device_value;
+using tally_test::random_values;
+using tally_test::seeded;
+
+// ---- non-commutative, associative operators ----
+
+// 2x2 matrices of integers mod 2^32 (unsigned wrap-around): a ring, so the product is
+// associative; random matrices almost never commute. 16 bytes: one per chunk.
+struct mat2 {
+  std::uint32_t a, b, c, d;
+  bool operator==(const mat2& o) const { return a == o.a && b == o.b && c == o.c && d == o.d; }
+};
+struct mat2_product {
+  __host__ __device__ mat2 operator()(const mat2& x, const mat2& y) const {
+    return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+  }
+};
+
+// Affine maps x -> mul * x + add mod 2^32; then(f, g) applies f, then g. 8 bytes: two per chunk.
+struct affine {
+  std::uint32_t mul, add;
+  bool operator==(const affine& o) const { return mul == o.mul && add == o.add; }
+};
+struct affine_then {
+  __host__ __device__ affine operator()(const affine& f, const affine& g) const {
+    return {g.mul * f.mul, g.mul * f.add + g.add};
+  }
+};
+
+// The first value that is not `none`: four per chunk.
+inline constexpr int none = -1;
+struct first_valid {
+  __host__ __device__ int operator()(int a, int b) const { return a != none ? a : b; }
+};
+
+// The first 16 bytes of the concatenation: a 20-byte value, one per chunk.
+struct text16 {
+  unsigned char bytes[16];
+  std::uint32_t length;
+  bool operator==(const text16& o) const { return length == o.length && std::memcmp(bytes, o.bytes, length) == 0; }
+};
+struct concatenate {
+  __host__ __device__ text16 operator()(const text16& a, const text16& b) const {
+    text16 out = a;
+    for (std::uint32_t i = 0; i < b.length && out.length < 16; ++i) out.bytes[out.length++] = b.bytes[i];
+    return out;
+  }
+};
+
+// Float addition the library cannot know to be commutative: it takes the ordered plan.
+struct unmarked_float_plus {
+  __host__ __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+std::ostream& operator<<(std::ostream& os, const mat2& m) {
+  return os << "[" << m.a << " " << m.b << "; " << m.c << " " << m.d << "]";
+}
+std::ostream& operator<<(std::ostream& os, const affine& f) { return os << f.mul << "x+" << f.add; }
+std::ostream& operator<<(std::ostream& os, const text16& t) {
+  os << t.length << ":";
+  for (std::uint32_t i = 0; i < t.length && i < 16; ++i) os << int(t.bytes[i]) << ",";
+  return os;
+}
+
+// ---- inputs from the seeded generator ----
+
+// Invertible mod 2^32 (odd determinant): a long product of arbitrary matrices collects
+// factors of two until it is the zero matrix, whatever the order, and would prove nothing.
+std::vector<mat2> random_matrices(std::size_t n, std::mt19937_64& rng) {
+  std::vector<mat2> v(n);
+  for (auto& m : v) {
+    do {
+      m = {std::uint32_t(rng()), std::uint32_t(rng()), std::uint32_t(rng()), std::uint32_t(rng())};
+    } while (((m.a * m.d - m.b * m.c) & 1u) == 0);
+  }
+  return v;
+}
+
+std::vector<affine> random_maps(std::size_t n, std::mt19937_64& rng) {
+  std::vector<affine> v(n);
+  for (auto& f : v) f = {std::uint32_t(rng()) | 1u, std::uint32_t(rng())};  // odd multipliers: bijections
+  return v;
+}
+
+// Mostly `none`, a few values at random positions: a reordering picks another value.
+std::vector<int> sparse_values(std::size_t n, std::mt19937_64& rng) {
+  std::vector<int> v(n, none);
+  if (n == 0) return v;
+  std::uniform_int_distribution<std::size_t> at(0, n - 1);
+  for (int k = 0; k < 12; ++k) v[at(rng)] = int(rng() % 1000000);
+  return v;
+}
+
+// Mostly empty texts and a few short ones at random positions.
+std::vector<text16> sparse_texts(std::size_t n, std::mt19937_64& rng) {
+  std::vector<text16> v(n);
+  for (auto& t : v) t = text16{{}, 0};
+  if (n == 0) return v;
+  std::uniform_int_distribution<std::size_t> at(0, n - 1);
+  for (int k = 0; k < 10; ++k) {
+    text16& t = v[at(rng)];
+    t.length = 1 + std::uint32_t(rng() % 3);
+    for (std::uint32_t i = 0; i < t.length; ++i) t.bytes[i] = static_cast<unsigned char>(1 + rng() % 250);
+  }
+  return v;
+}
+
+template <class T, class Op>
+T left_fold(const std::vector<T>& v, std::size_t first, T init, Op op) {
+  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(first), v.end(), init, op);
+}
+
+// Every size class, and the ordered plan's own boundaries for an element of `vector_width`
+// per chunk: a lane's run, a warp's piece, a tile (one step), multi-step tiles.
+std::vector<std::size_t> operator_sizes(int vector_width, std::mt19937_64& rng) {
+  std::vector<std::size_t> sizes = tally_test::boundary_sizes();
+  const std::size_t run = std::size_t(tally::detail::loads_per_step) * vector_width;
+  const std::size_t piece = run * tally::detail::warp_threads;
+  const std::size_t step = piece * (tally::detail::block_threads / tally::detail::warp_threads);
+  for (std::size_t base : {run, piece, step, 2 * step, 7 * step})
+    for (std::size_t delta : {std::size_t(0), std::size_t(1), base - 1}) sizes.push_back(base + delta);
+  std::uniform_int_distribution<std::size_t> size(1, 300000);
+  for (int i = 0; i < 8; ++i) sizes.push_back(size(rng));
+  return sizes;
+}
+
+// Past plan_max_tiles steps, tiles take several steps (several pieces per warp).
+std::size_t multi_step_size(int vector_width) {
+  return std::size_t(tally::detail::plan_max_tiles) * tally::detail::block_threads * tally::detail::loads_per_step *
+             vector_width +
+         3 * tally::detail::block_threads * vector_width + 5;
+}
+
+// ---- the trait ----
+
+struct user_functor {  // keeps the later operand: associative, not commutative
+  __host__ __device__ int operator()(int, int b) const { return b; }
+};
+struct declares_itself {
+  static constexpr bool commutative = true;
+  __host__ __device__ int operator()(int a, int b) const { return a + b; }
+};
+struct declares_not {
+  static constexpr bool commutative = false;
+  __host__ __device__ int operator()(int a, int b) const { return a + b; }
+};
+
+static_assert(tally::is_commutative_v<tally::plus<int>> && tally::is_commutative_v<tally::plus<>>);
+static_assert(tally::is_commutative_v<tally::multiplies<float>> && tally::is_commutative_v<tally::multiplies<>>);
+static_assert(tally::is_commutative_v<tally::minimum<double>> && tally::is_commutative_v<tally::maximum<>>);
+static_assert(tally::is_commutative_v<tally::bit_and<unsigned>> && tally::is_commutative_v<tally::bit_or<>> &&
+              tally::is_commutative_v<tally::bit_xor<long>>);
+static_assert(tally::is_commutative_v<tally::logical_and<bool>> && tally::is_commutative_v<tally::logical_or<>>);
+static_assert(tally::is_commutative_v<thrust::plus<int>> && tally::is_commutative_v<thrust::multiplies<int>> &&
+              tally::is_commutative_v<thrust::minimum<int>> && tally::is_commutative_v<thrust::maximum<float>> &&
+              tally::is_commutative_v<thrust::bit_and<int>> && tally::is_commutative_v<thrust::bit_or<int>> &&
+              tally::is_commutative_v<thrust::bit_xor<int>> && tally::is_commutative_v<thrust::logical_and<bool>> &&
+              tally::is_commutative_v<thrust::logical_or<bool>>);
+static_assert(tally::is_commutative_v<cuda::std::plus<>> && tally::is_commutative_v<cuda::std::multiplies<int>> &&
+              tally::is_commutative_v<cuda::minimum<>> && tally::is_commutative_v<cuda::maximum<int>> &&
+              tally::is_commutative_v<cuda::std::bit_xor<>> && tally::is_commutative_v<cuda::std::logical_or<>>);
+static_assert(tally::is_commutative_v<std::plus<int>> && tally::is_commutative_v<std::plus<>> &&
+              tally::is_commutative_v<std::multiplies<double>> && tally::is_commutative_v<std::bit_and<>> &&
+              tally::is_commutative_v<std::bit_or<int>> && tally::is_commutative_v<std::bit_xor<int>> &&
+              tally::is_commutative_v<std::logical_and<>> && tally::is_commutative_v<std::logical_or<bool>>);
+static_assert(tally::is_commutative_v<const tally::plus<int>>, "cv-qualifiers do not matter");
+// Not commutative: subtraction, user functors, and what the library cannot see into.
+static_assert(!tally::is_commutative_v<std::minus<int>> && !tally::is_commutative_v<thrust::minus<int>>);
+static_assert(!tally::is_commutative_v<user_functor> && !tally::is_commutative_v<mat2_product>);
+static_assert(!tally::is_commutative_v<declares_not>);
+static_assert(tally::is_commutative_v<declares_itself>);
+static_assert(tally::is_commutative_v<decltype(tally::commutative(user_functor{}))>);
+// tally::fields is as commutative as its least commutative field operator.
+static_assert(tally::is_commutative_v<decltype(tally::fields(tally::plus<>{}, tally::maximum<>{}))>);
+static_assert(!tally::is_commutative_v<decltype(tally::fields(tally::plus<>{}, first_valid{}))>);
+// The library's own operators keep the fastest plan.
+static_assert(tally::is_commutative_v<tally::detail::keep_first_min<int, thrust::less<int>>> &&
+              tally::is_commutative_v<tally::detail::keep_last_max<float, thrust::less<float>>> &&
+              tally::is_commutative_v<tally::detail::keep_min_and_max<int, thrust::less<int>>>);
+
+TEST(operator_traits, lambdas_are_not_commutative_unless_marked) {
+  auto subtract = [](int a, int b) { return a - b; };
+  static_assert(!tally::is_commutative_v<decltype(subtract)>);
+  const auto marked = tally::commutative(subtract);
+  static_assert(tally::is_commutative_v<decltype(marked)>);
+  EXPECT_EQ(marked(10, 3), 7);  // calls are forwarded, operands in order
+  EXPECT_EQ(tally::commutative(mat2_product{})(mat2{1, 2, 3, 4}, mat2{0, 1, 1, 0}), (mat2{2, 1, 4, 3}));
+  // Whichever plan they take, the operators' results are the fold's.
+  const std::vector<int> v = {5, 1, 2};
+  EXPECT_EQ(tally::reduce(tally::host, v.begin(), v.end(), 20, user_functor{}), 2);
+  EXPECT_EQ(tally::reduce(tally::host, v.begin(), v.end(), 20, declares_itself{}), 28);
+  EXPECT_EQ(tally::reduce(tally::host, v.begin(), v.end(), 20, declares_not{}), 28);
+  static_assert(declares_itself::commutative && !declares_not::commutative);
+}
+
+TEST(operator_traits, the_new_functors_compute_what_they_are_named) {
+  EXPECT_TRUE(tally::logical_and<bool>{}(true, true));
+  EXPECT_FALSE(tally::logical_and<>{}(true, false));
+  EXPECT_TRUE(tally::logical_or<bool>{}(false, true));
+  EXPECT_FALSE(tally::logical_or<>{}(false, false));
+}
+
+// ---- the ordered plan's geometry ----
+
+TEST(ordered_plan, lane_runs_cover_every_tile_once_in_order) {
+  for (int vw : {1, 2, 4, 16}) {
+    for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(255), std::uint64_t(4097), std::uint64_t(2048) * 16 * 3 + 7,
+                            std::uint64_t(multi_step_size(vw))}) {
+      SCOPED_TRACE("vw = " + std::to_string(vw) + ", n = " + std::to_string(n));
+      const auto plan = tally::detail::make_plan(n, vw);
+      std::uint64_t expected = 0;  // the next index, if every run follows the previous one
+      for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
+        const auto shape = tally::detail::ordered_tile_of(plan, tile);
+        ASSERT_EQ(shape.begin, expected);
+        for (int w = 0; w < tally::detail::block_threads / tally::detail::warp_threads; ++w)
+          for (std::uint64_t piece = 0; piece < shape.steps; ++piece)
+            for (int lane = 0; lane < tally::detail::warp_threads; ++lane) {
+              const std::uint64_t run_begin = shape.piece_begin(w, piece) + lane * shape.run_items;
+              if (run_begin >= shape.end) continue;
+              ASSERT_EQ(run_begin, expected) << "tile " << tile << " warp " << w << " piece " << piece << " lane " << lane;
+              expected = std::min(shape.end, run_begin + shape.run_items);
+            }
+        ASSERT_EQ(expected, shape.end);
+      }
+      EXPECT_EQ(expected, n);
+    }
+  }
+}
+
+// ---- host ----
+
+template <class T, class Op>
+void expect_host_left_fold(const std::vector<T>& v, T init, Op op, std::size_t first = 0) {
+  const T want = left_fold(v, first, init, op);
+  EXPECT_EQ(tally::reduce(tally::host, v.begin() + static_cast<std::ptrdiff_t>(first), v.end(), init, op), want);
+  std::vector<T> out(1, init);
+  tally::reduce_into(tally::host, v.begin() + static_cast<std::ptrdiff_t>(first), v.end(), out.begin(), init, op);
+  EXPECT_EQ(out[0], want);
+}
+
+TEST(host_ordered, matrix_products_equal_the_left_fold) {
+  seeded s(201);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : operator_sizes(tally::detail::vector_width_v<mat2>, s.rng)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto v = random_matrices(n + 1, s.rng);
+    const mat2 init = random_matrices(1, s.rng)[0];
+    expect_host_left_fold(v, init, mat2_product{}, 1);  // from the second element: a shifted start
+  }
+}
+
+TEST(host_ordered, affine_compositions_equal_the_left_fold) {
+  seeded s(202);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> sizes = operator_sizes(tally::detail::vector_width_v<affine>, s.rng);
+  sizes.push_back(multi_step_size(tally::detail::vector_width_v<affine>));
+  for (std::size_t n : sizes) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto v = random_maps(n, s.rng);
+    expect_host_left_fold(v, affine{3u, 7u}, affine_then{});
+  }
+}
+
+TEST(host_ordered, first_valid_value_is_the_first_one) {
+  seeded s(203);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> sizes = operator_sizes(tally::detail::vector_width_v<int>, s.rng);
+  sizes.push_back(multi_step_size(tally::detail::vector_width_v<int>));
+  for (std::size_t n : sizes) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto v = sparse_values(n + 3, s.rng);
+    expect_host_left_fold(v, none, first_valid{}, 3);
+    EXPECT_EQ(tally::reduce(tally::host, v.begin(), v.end(), 42, first_valid{}), 42);  // init comes first
+  }
+}
+
+TEST(host_ordered, concatenation_keeps_the_first_sixteen_bytes_in_order) {
+  seeded s(204);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : operator_sizes(tally::detail::vector_width_v<text16>, s.rng)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto v = sparse_texts(n, s.rng);
+    expect_host_left_fold(v, text16{{9}, 1}, concatenate{});
+  }
+}
+
+TEST(host_ordered, a_user_lambda_keeps_left_to_right_order) {
+  seeded s(205);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_matrices(100003, s.rng);
+  const auto product = [](const mat2& x, const mat2& y) { return mat2_product{}(x, y); };
+  EXPECT_EQ(tally::reduce(tally::host, v.begin(), v.end(), mat2{1, 0, 0, 1}, product),
+            left_fold(v, 0, mat2{1, 0, 0, 1}, product));
+  EXPECT_EQ(tally::reduce(v.begin(), v.end(), mat2{1, 0, 0, 1}, product), left_fold(v, 0, mat2{1, 0, 0, 1}, product));
+}
+
+TEST(host_ordered, bits_do_not_depend_on_the_thread_count) {
+  seeded s(206);
+  SCOPED_TRACE(s.trace());
+  const auto f = random_values<float>((std::size_t(1) << 21) + 13, s.rng);
+  const float one = tally::reduce(tally::host.threads(1), f.begin(), f.end(), 0.0f, unmarked_float_plus{});
+  for (unsigned threads : {2u, 3u, 0u})
+    EXPECT_EQ(bits_of(tally::reduce(tally::host.threads(threads), f.begin(), f.end(), 0.0f, unmarked_float_plus{})),
+              bits_of(one))
+        << threads;
+}
+
+TEST(host_ordered, commutative_operators_keep_their_plan) {
+  // A float sum by tally::plus and the same sum marked commutative take one plan; an
+  // unmarked sum takes the ordered one, which rounds differently on some of these inputs.
+  seeded s(207);
+  SCOPED_TRACE(s.trace());
+  int ordered_sums_that_differ = 0;
+  for (int round = 0; round < 4; ++round) {
+    const auto f = random_values<float>(100003, s.rng);
+    const float fast = tally::reduce(tally::host, f.begin(), f.end(), 0.0f, tally::plus<float>{});
+    EXPECT_EQ(bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.0f, tally::commutative(unmarked_float_plus{}))),
+              bits_of(fast));
+    EXPECT_EQ(bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.0f, std::plus<>{})), bits_of(fast));
+    EXPECT_EQ(bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.0f, thrust::plus<float>{})), bits_of(fast));
+    if (bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.0f, unmarked_float_plus{})) != bits_of(fast))
+      ++ordered_sums_that_differ;
+  }
+  EXPECT_GT(ordered_sums_that_differ, 0) << "the unmarked operator seems to take the commutative plan";
+}
+
+// ---- device ----
+
+class device_ordered : public tally_test::device_test {};
+
+template <class T, class Op>
+void expect_device_left_fold(const std::vector<T>& v, T init, Op op, std::size_t offset) {
+  const T want = left_fold(v, 0, init, op);
+  device_buffer<T> d(v, offset);
+  for (auto st : {tally::strategy::single_pass, tally::strategy::two_pass}) {
+    SCOPED_TRACE(st == tally::strategy::two_pass ? "two pass" : "single pass");
+    device_value<T> out;  // poisoned
+    tally::reduce_into(tally::device.strategy(st), d.begin(), d.end(), out.get(), init, op);
+    EXPECT_EQ(out.read(), want);
+    EXPECT_EQ(tally::reduce(tally::device.strategy(st), d.begin(), d.end(), init, op), want);
+  }
+}
+
+TEST_F(device_ordered, matrix_products_equal_the_left_fold) {
+  seeded s(301);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : operator_sizes(tally::detail::vector_width_v<mat2>, s.rng)) {
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset = " + std::to_string(offset));
+      expect_device_left_fold(random_matrices(n, s.rng), mat2{5, 6, 7, 8}, mat2_product{}, offset);
+    }
+  }
+}
+
+TEST_F(device_ordered, affine_compositions_equal_the_left_fold) {
+  seeded s(302);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> sizes = operator_sizes(tally::detail::vector_width_v<affine>, s.rng);
+  if (!tally_test::under_sanitizer()) sizes.push_back(multi_step_size(tally::detail::vector_width_v<affine>));
+  for (std::size_t n : sizes) {
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset = " + std::to_string(offset));
+      expect_device_left_fold(random_maps(n, s.rng), affine{3u, 7u}, affine_then{}, offset);
+    }
+  }
+}
+
+TEST_F(device_ordered, first_valid_value_is_the_first_one) {
+  seeded s(303);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> sizes = operator_sizes(tally::detail::vector_width_v<int>, s.rng);
+  if (!tally_test::under_sanitizer()) sizes.push_back(multi_step_size(tally::detail::vector_width_v<int>));
+  for (std::size_t n : sizes) {
+    for (std::size_t offset : {std::size_t(0), std::size_t(3)}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset = " + std::to_string(offset));
+      expect_device_left_fold(sparse_values(n, s.rng), none, first_valid{}, offset);
+    }
+  }
+}
+
+TEST_F(device_ordered, concatenation_keeps_the_first_sixteen_bytes_in_order) {
+  seeded s(304);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : operator_sizes(tally::detail::vector_width_v<text16>, s.rng)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    expect_device_left_fold(sparse_texts(n, s.rng), text16{{9}, 1}, concatenate{}, 0);
+  }
+}
+
+TEST_F(device_ordered, float_sums_through_the_ordered_plan_equal_the_host_bit_for_bit) {
+  seeded s(305);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> sizes = operator_sizes(tally::detail::vector_width_v<float>, s.rng);
+  if (!tally_test::under_sanitizer()) {
+    sizes.push_back(multi_step_size(tally::detail::vector_width_v<float>));
+    sizes.push_back((std::size_t(1) << 24) + 1);
+  }
+  for (std::size_t n : sizes) {
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset = " + std::to_string(offset));
+      const auto f = random_values<float>(n, s.rng);
+      const auto want = bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.5f, unmarked_float_plus{}));
+      device_buffer<float> d(f, offset);
+      device_value<float> out;
+      tally::reduce_into(tally::device, d.begin(), d.end(), out.get(), 0.5f, unmarked_float_plus{});
+      EXPECT_EQ(bits_of(out.read()), want);
+      for (unsigned grid : {1u, 3u, 1000u})
+        EXPECT_EQ(bits_of(tally::reduce(tally::device.grid_size(grid), d.begin(), d.end(), 0.5f, unmarked_float_plus{})),
+                  want)
+            << "grid " << grid;
+      EXPECT_EQ(bits_of(tally::reduce(tally::device.strategy(tally::strategy::two_pass), d.begin(), d.end(), 0.5f,
+                                      unmarked_float_plus{})),
+                want);
+    }
+  }
+}
+
+TEST_F(device_ordered, atomic_strategies_refuse_operators_that_are_not_commutative) {
+  const std::vector<int> v = {1, none, 3};
+  device_buffer<int> d(v);
+  for (auto st : {tally::strategy::block_atomic, tally::strategy::warp_atomic}) {
+    try {
+      tally::reduce(tally::device.nondeterministic().strategy(st), d.begin(), d.end(), none, first_valid{});
+      ADD_FAILURE() << "an atomic strategy accepted a non-commutative operator";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("commutative"), std::string::npos) << e.what();
+    }
+    // The next call works.
+    EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), none, first_valid{}), 1);
+  }
+}
+
+// The public building blocks in a user's kernel: each block folds 256 matrices, each warp
+// 32 of them, in thread order; lanes whose index is a multiple of 3 hold nothing in the
+// second fold.
+__global__ void ordered_building_blocks(const mat2* in, mat2* block_out, mat2* warp_out, mat2* sparse_out) {
+  const unsigned i = blockIdx.x * 256 + threadIdx.x;
+  const mat2 total = tally::block::reduce_ordered<256>(in[i], mat2_product{});
+  const mat2 warp_total = tally::warp::reduce_ordered(in[i], mat2_product{});
+  bool valid = threadIdx.x % 3 != 0;
+  const mat2 sparse = tally::block::reduce_ordered<256>(in[i], valid, mat2_product{});
+  if (threadIdx.x == 0) {
+    block_out[blockIdx.x] = total;
+    sparse_out[blockIdx.x] = sparse;
+  }
+  if (threadIdx.x % 32 == 0) warp_out[i / 32] = warp_total;
+}
+
+TEST_F(device_ordered, warp_and_block_building_blocks_fold_in_thread_order) {
+  seeded s(306);
+  SCOPED_TRACE(s.trace());
+  constexpr int blocks = 5;
+  const auto v = random_matrices(blocks * 256, s.rng);
+  device_buffer<mat2> d(v);
+  std::vector<mat2> poison(blocks * 8, mat2{0xA5A5A5A5u, 0xA5A5A5A5u, 0xA5A5A5A5u, 0xA5A5A5A5u});
+  device_buffer<mat2> block_out(poison), warp_out(poison), sparse_out(poison);
+  ordered_building_blocks<<<blocks, 256>>>(d.data(), block_out.data(), warp_out.data(), sparse_out.data());
+  TEST_CUDA(cudaGetLastError());
+  TEST_CUDA(cudaDeviceSynchronize());
+  std::vector<mat2> got_block(blocks * 8), got_warp(blocks * 8), got_sparse(blocks * 8);
+  TEST_CUDA(cudaMemcpy(got_block.data(), block_out.data(), got_block.size() * sizeof(mat2), cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_warp.data(), warp_out.data(), got_warp.size() * sizeof(mat2), cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_sparse.data(), sparse_out.data(), got_sparse.size() * sizeof(mat2), cudaMemcpyDeviceToHost));
+  const mat2 identity{1, 0, 0, 1};
+  for (int b = 0; b < blocks; ++b) {
+    const auto first = v.begin() + b * 256;
+    EXPECT_EQ(got_block[b], std::accumulate(first, first + 256, identity, mat2_product{})) << "block " << b;
+    mat2 sparse = identity;
+    for (int t = 0; t < 256; ++t)
+      if (t % 3 != 0) sparse = mat2_product{}(sparse, first[t]);
+    EXPECT_EQ(got_sparse[b], sparse) << "block " << b;
+    for (int w = 0; w < 8; ++w)
+      EXPECT_EQ(got_warp[b * 8 + w], std::accumulate(first + w * 32, first + w * 32 + 32, identity, mat2_product{}))
+          << "block " << b << " warp " << w;
+  }
+}
+
+}  // namespace
