@@ -71,13 +71,23 @@ struct alignas(sizeof(C) * VW == 16 ? 16 : (sizeof(C) * VW == 8 ? 8 : alignof(C)
   C values[VW];
 };
 
-// One tile by the whole block, in the ordered plan. Thread 0 gets the tile's fold; every
-// tile of a plan holds at least one element, so it is always valid there.
+// This warp's staging area: one per warp, shared by every piece the warp stages, whichever
+// function stages it (a __shared__ variable of one function is one allocation per block).
+template <class C, int VW>
+__device__ __forceinline__ staged_chunk<C, VW>* ordered_staging_of_warp(int warp) {
+  constexpr int warps = block_threads / warp_threads;
+  // Raw bytes: C may have a constructor, which __shared__ variables cannot run.
+  __shared__ alignas(16) unsigned char staging_bytes[warps * ordered_staged_slots * sizeof(staged_chunk<C, VW>)];
+  return reinterpret_cast<staged_chunk<C, VW>*>(staging_bytes) + warp * ordered_staged_slots;
+}
+
+// One tile by the whole block, in the ordered plan, any tile (a partial one included):
+// every read and every element is checked against the tile's end. Thread 0 gets the
+// tile's fold; every tile of a plan holds at least one element, so it is always valid there.
 template <class Acc, int VW, class Loader, class Op>
 __device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
   using C = typename chunk_element<Loader>::type;
   using staged_t = staged_chunk<C, VW>;
-  constexpr int warps = block_threads / warp_threads;
   const ordered_tile shape = ordered_tile_of(plan, tile);
   const int warp = int(threadIdx.x / warp_threads);
   const int lane = int(threadIdx.x % warp_threads);
@@ -89,9 +99,7 @@ __device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& pla
     if (piece_begin >= shape.end) break;  // the same for every lane of the warp
     C run[loads_per_step][VW];
     if constexpr (ordered_stages_chunks<VW, Loader>) {
-      // Raw bytes: C may have a constructor, which __shared__ variables cannot run.
-      __shared__ alignas(16) unsigned char staging_bytes[warps * ordered_staged_slots * sizeof(staged_t)];
-      staged_t* staging = reinterpret_cast<staged_t*>(staging_bytes) + warp * ordered_staged_slots;
+      staged_t* staging = ordered_staging_of_warp<C, VW>(warp);
 #pragma unroll
       for (int u = 0; u < loads_per_step; ++u) {
         const int chunk = u * warp_threads + lane;
@@ -138,11 +146,116 @@ __device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& pla
   return tally::block::reduce_ordered<block_threads>(warp_acc, valid, op);
 }
 
+// One lane's share of a full piece as the warp reads it, coalesced: chunks u * 32 + lane.
+template <int VW, class Loader>
+struct piece_chunks {
+  using chunk_t = typename chunk_element<Loader>::type;
+  chunk_t chunks[loads_per_step][VW];
+
+  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t piece_begin) {
+    const int lane = int(threadIdx.x % warp_threads);
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      const std::uint64_t first = piece_begin + std::uint64_t(u * warp_threads + lane) * VW;
+      if constexpr (reads_raw_chunks<Loader>::value) {
+        load.raw_chunk(first, chunks[u]);
+      } else {
+        load.chunk(first, chunks[u]);
+      }
+    }
+  }
+};
+
+// A full piece whose chunks this lane holds in `fetched`: stages them, then, while the lanes
+// take their runs from the staging and fold them, has the next piece's loads in flight
+// (into `fetched`, when fetch_next). No bounds checks: every element exists. Lane 0 gets
+// the piece's ordered fold.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc fold_fetched_full_piece(const Loader& load, std::uint64_t piece_begin,
+                                                       piece_chunks<VW, Loader>& fetched, bool fetch_next,
+                                                       std::uint64_t next_piece_begin, Op& op) {
+  using C = typename chunk_element<Loader>::type;
+  using staged_t = staged_chunk<C, VW>;
+  const int warp = int(threadIdx.x / warp_threads);
+  const int lane = int(threadIdx.x % warp_threads);
+  staged_t* staging = ordered_staging_of_warp<C, VW>(warp);
+#pragma unroll
+  for (int u = 0; u < loads_per_step; ++u) {
+    staged_t chunk;
+#pragma unroll
+    for (int j = 0; j < VW; ++j) chunk.values[j] = fetched.chunks[u][j];
+    staging[ordered_staged_slot(u * warp_threads + lane)] = chunk;
+  }
+  __syncwarp();
+  if (fetch_next) fetched.fetch(load, next_piece_begin);
+  C run[loads_per_step][VW];
+#pragma unroll
+  for (int k = 0; k < loads_per_step; ++k) {
+    const staged_t mine = staging[ordered_staged_slot(lane * loads_per_step + k)];
+#pragma unroll
+    for (int j = 0; j < VW; ++j) run[k][j] = mine.values[j];
+  }
+  __syncwarp();  // the next piece overwrites the staging
+
+  const std::uint64_t run_begin = piece_begin + std::uint64_t(lane) * loads_per_step * VW;
+  Acc acc = static_cast<Acc>(chunk_value(load, run[0][0], run_begin));
+#pragma unroll
+  for (int k = 0; k < loads_per_step; ++k)
+#pragma unroll
+    for (int j = 0; j < VW; ++j)
+      if (k != 0 || j != 0)
+        acc = static_cast<Acc>(op(acc, static_cast<Acc>(chunk_value(load, run[k][j], run_begin + k * VW + j))));
+  return tally::warp::reduce_ordered(acc, op);
+}
+
+// A full tile whose first piece this warp already holds in `fetched`. The last piece's fold
+// overlaps the loads of the first piece of next_tile, when that is a full tile too, so a
+// block keeps loads in flight through the block tree as the commutative kernels do
+// (reduce_my_tiles).
+template <class Acc, int VW, class Loader, class Op>
+__device__ Acc ordered_reduce_fetched_full_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile,
+                                                std::uint64_t next_tile, piece_chunks<VW, Loader>& fetched, Op& op) {
+  const ordered_tile shape = ordered_tile_of(plan, tile);
+  const int warp = int(threadIdx.x / warp_threads);
+  const int lane = int(threadIdx.x % warp_threads);
+  const bool next_is_full = next_tile < plan.tiles && plan.tile_is_full(next_tile);
+  const std::uint64_t next_tile_piece = next_is_full ? ordered_tile_of(plan, next_tile).piece_begin(warp, 0) : 0;
+
+  Acc warp_acc{};  // in lane 0
+  for (std::uint64_t piece = 0; piece < shape.steps; ++piece) {
+    const bool last = piece + 1 == shape.steps;
+    const Acc piece_fold =
+        fold_fetched_full_piece<Acc, VW>(load, shape.piece_begin(warp, piece), fetched, !last || next_is_full,
+                                         last ? next_tile_piece : shape.piece_begin(warp, piece + 1), op);
+    if (lane == 0) warp_acc = piece == 0 ? piece_fold : static_cast<Acc>(op(warp_acc, piece_fold));
+  }
+  bool valid = lane == 0;
+  return tally::block::reduce_ordered<block_threads>(warp_acc, valid, op);
+}
+
+// Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
+// Full tiles of chunks that are staged take the prefetching path above; the rest (the last
+// tile when it is partial, and chunks wider than 16 bytes) the checked one.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
                                                         partial_cell<Acc>* cells) {
+  constexpr bool prefetch = ordered_stages_chunks<VW, Loader>;
+  piece_chunks<VW, Loader> fetched;
+  if constexpr (prefetch) {
+    const std::uint64_t first = blockIdx.x;
+    if (first < plan.tiles && plan.tile_is_full(first))
+      fetched.fetch(load, ordered_tile_of(plan, first).piece_begin(int(threadIdx.x / warp_threads), 0));
+  }
   for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
-    const Acc partial = ordered_reduce_tile<Acc, VW>(load, plan, tile, op);
+    Acc partial;
+    bool done = false;
+    if constexpr (prefetch) {
+      if (plan.tile_is_full(tile)) {
+        partial = ordered_reduce_fetched_full_tile<Acc, VW>(load, plan, tile, tile + gridDim.x, fetched, op);
+        done = true;
+      }
+    }
+    if (!done) partial = ordered_reduce_tile<Acc, VW>(load, plan, tile, op);
     if (threadIdx.x == 0) cells[tile].publish(partial);
   }
 }
@@ -168,8 +281,10 @@ __device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::ui
   return tally::block::reduce_ordered<block_threads>(acc, valid, op);
 }
 
+// Two resident blocks per SM at least, as the commutative kernels: the prefetched piece
+// takes registers that would otherwise cost occupancy.
 template <class Acc, int VW, class Loader, class Op, class Out>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, 2)
     ordered_single_pass_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
                                unsigned int* ready) {
   if (plan.tiles == 1) {
@@ -185,7 +300,7 @@ __global__ void __launch_bounds__(block_threads)
 }
 
 template <class Acc, int VW, class Loader, class Op>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, 2)
     ordered_tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
   ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells);
 }
