@@ -14,6 +14,13 @@
 namespace tally {
 namespace detail {
 
+// Signed integer + and * in the unsigned type of the same width: the result wraps in two's
+// complement, as on the device and as Thrust's reductions do, where the signed operation
+// would overflow into undefined behaviour on the host (also for narrow unsigned operands,
+// which promote to int: 65535 * 65535 overflows int).
+template <class R>
+using wrapping_t = std::make_unsigned_t<R>;
+
 // float and double + and * that the device compiler may not fuse with a neighbouring
 // multiply or add: an FMA rounds once where the host rounds twice, so a transform such as
 // x * x folded by a contracted plus would give the device other bits than the host
@@ -27,7 +34,12 @@ __host__ __device__ constexpr auto add_rounded(const A& a, const B& b) -> declty
     return __dadd_rn(a, b);
   }
 #endif
-  return a + b;
+  if constexpr (std::is_integral_v<decltype(a + b)> && std::is_signed_v<decltype(a + b)>) {
+    using R = decltype(a + b);
+    return static_cast<R>(static_cast<wrapping_t<R>>(a) + static_cast<wrapping_t<R>>(b));
+  } else {
+    return a + b;
+  }
 }
 
 template <class A, class B>
@@ -39,7 +51,12 @@ __host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> d
     return __dmul_rn(a, b);
   }
 #endif
-  return a * b;
+  if constexpr (std::is_integral_v<decltype(a * b)> && std::is_signed_v<decltype(a * b)>) {
+    using R = decltype(a * b);
+    return static_cast<R>(static_cast<wrapping_t<R>>(a) * static_cast<wrapping_t<R>>(b));
+  } else {
+    return a * b;
+  }
 }
 
 }  // namespace detail

@@ -1,7 +1,8 @@
 #pragma once
 // Tuple-like types: values made of fields that tally's operators combine field by field.
 //   cuda::std::tuple (thrust::tuple is the same type in CCCL 2 and later)
-//   CUDA vector types: float2/3/4, double2/3/4, int2/3/4, uint2/3/4, longlong2/3
+//   CUDA vector types: every char, uchar, short, ushort, int, uint, long, ulong, longlong,
+//   ulonglong, float and double vector of 1 to 4 fields
 //   user structs that specialize tally::field_members (docs/fields.md)
 // Field access goes through tally::detail::field<I>(value) whatever the kind, so the
 // fieldwise operators below are written once.
@@ -29,6 +30,11 @@ namespace tally {
 template <class T>
 struct field_members;
 
+#define TALLY_VECTOR_FIELDS_1(V) \
+  template <>                    \
+  struct field_members<V> {      \
+    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x); } \
+  };
 #define TALLY_VECTOR_FIELDS_2(V) \
   template <>                    \
   struct field_members<V> {      \
@@ -44,26 +50,50 @@ struct field_members;
   struct field_members<V> {      \
     __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z, &V::w); } \
   };
-TALLY_VECTOR_FIELDS_2(float2)
-TALLY_VECTOR_FIELDS_3(float3)
-TALLY_VECTOR_FIELDS_4(float4)
-TALLY_VECTOR_FIELDS_2(double2)
-TALLY_VECTOR_FIELDS_3(double3)
-TALLY_VECTOR_FIELDS_4(double4_16a)
-TALLY_VECTOR_FIELDS_4(double4_32a)
-TALLY_VECTOR_FIELDS_2(int2)
-TALLY_VECTOR_FIELDS_3(int3)
+#define TALLY_VECTOR_FIELDS_1_TO_3(T) TALLY_VECTOR_FIELDS_1(T##1) TALLY_VECTOR_FIELDS_2(T##2) TALLY_VECTOR_FIELDS_3(T##3)
+TALLY_VECTOR_FIELDS_1_TO_3(char)
+TALLY_VECTOR_FIELDS_1_TO_3(uchar)
+TALLY_VECTOR_FIELDS_1_TO_3(short)
+TALLY_VECTOR_FIELDS_1_TO_3(ushort)
+TALLY_VECTOR_FIELDS_1_TO_3(int)
+TALLY_VECTOR_FIELDS_1_TO_3(uint)
+TALLY_VECTOR_FIELDS_1_TO_3(long)
+TALLY_VECTOR_FIELDS_1_TO_3(ulong)
+TALLY_VECTOR_FIELDS_1_TO_3(longlong)
+TALLY_VECTOR_FIELDS_1_TO_3(ulonglong)
+TALLY_VECTOR_FIELDS_1_TO_3(float)
+TALLY_VECTOR_FIELDS_1_TO_3(double)
+TALLY_VECTOR_FIELDS_4(char4)
+TALLY_VECTOR_FIELDS_4(uchar4)
+TALLY_VECTOR_FIELDS_4(short4)
+TALLY_VECTOR_FIELDS_4(ushort4)
 TALLY_VECTOR_FIELDS_4(int4)
-TALLY_VECTOR_FIELDS_2(uint2)
-TALLY_VECTOR_FIELDS_3(uint3)
 TALLY_VECTOR_FIELDS_4(uint4)
-TALLY_VECTOR_FIELDS_2(longlong2)
-TALLY_VECTOR_FIELDS_3(longlong3)
-// CUDA 13 deprecates double4 in favour of double4_16a/_32a; it is still the type users
-// have, so it is supported without passing the warning on to them.
+TALLY_VECTOR_FIELDS_4(float4)
+#undef TALLY_VECTOR_FIELDS_1_TO_3
+// CUDA 13 deprecates the 32-byte vectors (double4, long4, ulong4, longlong4, ulonglong4) in
+// favour of their _16a/_32a variants; the old ones are still the types users have, so they
+// are supported without passing the warning on to them.
 __NV_SILENCE_DEPRECATION_BEGIN
 TALLY_VECTOR_FIELDS_4(double4)
+TALLY_VECTOR_FIELDS_4(long4)
+TALLY_VECTOR_FIELDS_4(ulong4)
+TALLY_VECTOR_FIELDS_4(longlong4)
+TALLY_VECTOR_FIELDS_4(ulonglong4)
 __NV_SILENCE_DEPRECATION_END
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 13
+TALLY_VECTOR_FIELDS_4(double4_16a)
+TALLY_VECTOR_FIELDS_4(double4_32a)
+TALLY_VECTOR_FIELDS_4(long4_16a)
+TALLY_VECTOR_FIELDS_4(long4_32a)
+TALLY_VECTOR_FIELDS_4(ulong4_16a)
+TALLY_VECTOR_FIELDS_4(ulong4_32a)
+TALLY_VECTOR_FIELDS_4(longlong4_16a)
+TALLY_VECTOR_FIELDS_4(longlong4_32a)
+TALLY_VECTOR_FIELDS_4(ulonglong4_16a)
+TALLY_VECTOR_FIELDS_4(ulonglong4_32a)
+#endif
+#undef TALLY_VECTOR_FIELDS_1
 #undef TALLY_VECTOR_FIELDS_2
 #undef TALLY_VECTOR_FIELDS_3
 #undef TALLY_VECTOR_FIELDS_4
