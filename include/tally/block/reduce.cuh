@@ -14,20 +14,25 @@ struct reduce_storage {
   bool valid[Warps];
   __device__ T* slots() { return reinterpret_cast<T*>(values); }
 };
-}  // namespace detail
 
-// Every thread holds a value (valid == false: nothing). Warps fold by tally::warp::reduce,
-// then warp 0 folds the warps' results with the same tree; thread 0's `valid` says whether
-// the block had any value.
-template <int BlockThreads, class T, class Op>
-__device__ T reduce(T value, bool& valid, Op op) {
+// The block tree of reduce and reduce_ordered: each warp folds its lanes by the warp tree
+// (ordered or not), then warp 0 folds the warps' results, in warp order, by the same tree.
+template <int BlockThreads, bool Ordered, class T, class Op>
+__device__ T fold_warps(T value, bool& valid, Op& op) {
   static_assert(BlockThreads % 32 == 0 && BlockThreads <= 1024, "BlockThreads: a multiple of 32, at most 1024");
   constexpr int warps = BlockThreads / 32;
-  __shared__ detail::reduce_storage<T, warps> storage;
+  __shared__ reduce_storage<T, warps> storage;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp_id = threadIdx.x / 32;
+  const auto warp_tree = [&op](T v, bool& ok) {
+    if constexpr (Ordered) {
+      return tally::warp::reduce_ordered(v, ok, op);
+    } else {
+      return tally::warp::reduce(v, ok, op);
+    }
+  };
 
-  value = tally::warp::reduce(value, valid, op);
+  value = warp_tree(value, valid);
   __syncthreads();  // an earlier call may still be reading the storage
   if (lane == 0) {
     storage.slots()[warp_id] = value;
@@ -37,9 +42,18 @@ __device__ T reduce(T value, bool& valid, Op op) {
   if (warp_id == 0) {
     valid = lane < warps && storage.valid[lane];
     if (lane < warps) value = storage.slots()[lane];
-    value = tally::warp::reduce(value, valid, op);
+    value = warp_tree(value, valid);
   }
   return value;
+}
+}  // namespace detail
+
+// Every thread holds a value (valid == false: nothing). Warps fold by tally::warp::reduce,
+// then warp 0 folds the warps' results with the same tree; thread 0's `valid` says whether
+// the block had any value.
+template <int BlockThreads, class T, class Op>
+__device__ T reduce(T value, bool& valid, Op op) {
+  return detail::fold_warps<BlockThreads, false>(value, valid, op);
 }
 
 // All threads hold a value.
@@ -70,25 +84,7 @@ __device__ T reduce(T value, Op op) {
 // tally::warp::reduce_ordered, then warp 0 folds the warps' results in warp order.
 template <int BlockThreads, class T, class Op>
 __device__ T reduce_ordered(T value, bool& valid, Op op) {
-  static_assert(BlockThreads % 32 == 0 && BlockThreads <= 1024, "BlockThreads: a multiple of 32, at most 1024");
-  constexpr int warps = BlockThreads / 32;
-  __shared__ detail::reduce_storage<T, warps> storage;
-  const unsigned lane = threadIdx.x % 32;
-  const unsigned warp_id = threadIdx.x / 32;
-
-  value = tally::warp::reduce_ordered(value, valid, op);
-  __syncthreads();  // an earlier call may still be reading the storage
-  if (lane == 0) {
-    storage.slots()[warp_id] = value;
-    storage.valid[warp_id] = valid;
-  }
-  __syncthreads();
-  if (warp_id == 0) {
-    valid = lane < warps && storage.valid[lane];
-    if (valid) value = storage.slots()[lane];
-    value = tally::warp::reduce_ordered(value, valid, op);
-  }
-  return value;
+  return detail::fold_warps<BlockThreads, true>(value, valid, op);
 }
 
 // All threads hold a value.

@@ -79,6 +79,17 @@ tally::strategy choose_strategy(const device_policy& policy, const char* algorit
   return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
 }
 
+// Launches Kernel on the plan's grid (grid_for) on the policy's stream. Kernel is a template
+// argument so that each kernel has its own occupancy cache.
+template <auto Kernel, class... Args>
+void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
+  constexpr int cached_devices = 64;
+  static std::atomic<int> occupancy[cached_devices];
+  const auto grid = grid_for(Kernel, plan, policy, device, occupancy, cached_devices);
+  Kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(args...);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
 // The commutative plan: the single pass, the two pass or an atomic strategy.
 template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
@@ -86,44 +97,30 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   const stream_scratch scratch = scratch_for(device, policy.stream());
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
-  const cudaStream_t stream = policy.stream();
-  constexpr int cached_devices = 64;
 
   if constexpr (fits_atomic_word_v<Acc>) {
     if (chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic) {
       const atomic_control control{scratch.control};
       if (chosen == tally::strategy::block_atomic) {
-        auto kernel = atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>;
-        static std::atomic<int> occupancy[cached_devices];
-        const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
-        kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, control, out, ready);
+        launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>>(plan, policy, device, load, plan,
+                                                                                   init, op, control, out, ready);
       } else {
-        auto kernel = atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>;
-        static std::atomic<int> occupancy[cached_devices];
-        const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
-        kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, control, out, ready);
+        launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>>(plan, policy, device, load, plan,
+                                                                                  init, op, control, out, ready);
       }
-      TALLY_CUDA_CHECK(cudaGetLastError());
       return;
     }
   }
 
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
-    auto kernel = tile_partials_kernel<Acc, VW, Loader, Op>;
-    static std::atomic<int> occupancy[cached_devices];
-    const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
-    kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, op, cells);
-    TALLY_CUDA_CHECK(cudaGetLastError());
-    fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, stream>>>(plan.tiles, init, op, cells, out, ready);
+    launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
+    fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, policy.stream()>>>(plan.tiles, init, op, cells, out,
+                                                                                  ready);
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-
-  auto kernel = single_pass_reduce_kernel<Acc, VW, Loader, Op, Out>;
-  static std::atomic<int> occupancy[cached_devices];  // one cache per kernel instantiation
-  const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
-  kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, cells, out, ready);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  launch_on_plan_grid<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,
+                                                                           cells, out, ready);
 }
 
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.
@@ -131,26 +128,16 @@ template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
                            const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
-  const stream_scratch scratch = scratch_for(device, policy.stream());
-  auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
-  const cudaStream_t stream = policy.stream();
-  constexpr int cached_devices = 64;
-
+  auto* cells = static_cast<partial_cell<Acc>*>(scratch_for(device, policy.stream()).partials);
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
-    auto kernel = ordered_tile_partials_kernel<Acc, VW, Loader, Op>;
-    static std::atomic<int> occupancy[cached_devices];
-    const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
-    kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, op, cells);
+    launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
+    ordered_fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, policy.stream()>>>(plan.tiles, init, op, cells,
+                                                                                          out, ready);
     TALLY_CUDA_CHECK(cudaGetLastError());
-    ordered_fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, stream>>>(plan.tiles, init, op, cells, out,
-                                                                                  ready);
-  } else {
-    auto kernel = ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>;
-    static std::atomic<int> occupancy[cached_devices];
-    const auto grid = grid_for(kernel, plan, policy, device, occupancy, cached_devices);
-    kernel<<<unsigned(grid), block_threads, 0, stream>>>(load, plan, init, op, cells, out, ready);
+    return;
   }
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  launch_on_plan_grid<ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,
+                                                                            cells, out, ready);
 }
 
 template <class Acc, int VW, class Loader, class Op, class Out>
