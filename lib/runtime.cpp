@@ -7,7 +7,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <cstdio>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,17 +45,20 @@ properties_cache& props_cache() {
 }
 
 struct scratch_entry {
-  cudaStream_t handle;  // the handle the stream had; see find_or_make_scratch
+  unsigned long long stream_id;  // 0 while unknown (made during a capture); see stream_id
   stream_scratch scratch;
 };
 
+// (device, handle, thread): the thread only for cudaStreamPerThread, a handle that names a
+// different stream on every host thread.
+using scratch_key = std::tuple<int, cudaStream_t, const void*>;
+
 struct scratch_pool {
   std::mutex mutex;
-  // Keyed by (device, stream id), not by handle: see stream_id.
-  std::map<std::pair<int, unsigned long long>, scratch_entry> entries;
+  std::map<scratch_key, scratch_entry> entries;
   ~scratch_pool() {
     for (auto& [key, entry] : entries) {
-      cudaSetDevice(key.first);
+      cudaSetDevice(std::get<0>(key));
       free_quietly(entry.scratch.control, cudaFree);
     }
   }
@@ -108,21 +113,48 @@ struct device_memory_guard {
   ~device_memory_guard() { free_quietly(memory, cudaFree); }
 };
 
-// A stream's unique id. The handle alone is not a safe key: the driver hands a destroyed
-// stream's handle to the next stream created, even while the destroyed stream's kernels
-// are still running (seen on an H100 with CUDA 13), so a handle-keyed pool would give the
-// new stream the scratch those kernels are still using; and cudaStreamPerThread is one
-// handle for a different stream on every host thread. Ids are never reused in a context.
+// A stream's unique id, or 0 while the stream is being captured. The handle alone does not
+// say which stream it is: the driver hands a destroyed stream's handle to the next stream
+// created, even while the destroyed stream's kernels are still running (seen on an H100
+// with CUDA 13), and a pool that trusted the handle would give the new stream scratch those
+// kernels are still using. Ids are never reused in a context. cudaStreamGetId on a stream
+// being captured fails and invalidates the capture, so then the handle is trusted: the
+// stream is live, and the graph runs later.
 unsigned long long stream_id(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TALLY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return 0;
   unsigned long long id = 0;
   TALLY_CUDA_CHECK(cudaStreamGetId(stream, &id));
   return id;
 }
 
-// Handles that name one stream for as long as it lives; the special ones (the legacy
-// default stream, the per-thread default stream) are never destroyed.
-bool is_created_stream(cudaStream_t stream) {
-  return stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread;
+// Makes a zeroed scratch block; the caller owns it. Throws tally::bad_alloc when memory is
+// short, leaving nothing allocated.
+stream_scratch make_scratch(int device, cudaStream_t stream) {
+  const std::size_t bytes = control_bytes + max_tiles * partial_cell_bytes;
+  device_memory_guard memory{nullptr};
+  const cudaError_t allocated = allocate_device(&memory.memory, bytes);
+  if (allocated != cudaSuccess) {
+    char handle[32];
+    std::snprintf(handle, sizeof handle, "%p", static_cast<void*>(stream));
+    const std::string what = std::string("the scratch of stream ") + handle + " on device " + std::to_string(device);
+    throw_allocation_error(allocated, what.c_str(), bytes);
+  }
+  // Zero it all on a private stream: a memset on the caller's stream could be
+  // swallowed by a graph capture, and one on the legacy stream would break that capture.
+  cudaStream_t init_stream = nullptr;
+  TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
+  const cudaError_t set = cudaMemsetAsync(memory.memory, 0, bytes, init_stream);
+  const cudaError_t synced = cudaStreamSynchronize(init_stream);
+  cudaStreamDestroy(init_stream);
+  TALLY_CUDA_CHECK(set);
+  TALLY_CUDA_CHECK(synced);
+  stream_scratch scratch;
+  scratch.control = static_cast<unsigned int*>(memory.memory);
+  scratch.partials = static_cast<char*>(memory.memory) + control_bytes;
+  memory.memory = nullptr;  // the caller owns it now
+  return scratch;
 }
 
 constexpr std::size_t slot_bytes = max_accumulator_bytes + 64;  // value, then the ready flag
@@ -211,67 +243,57 @@ bool is_device_accessible(const void* p, const device_properties& props) {
 }
 
 stream_scratch scratch_for(int device, cudaStream_t stream) {
-  // The last entry this thread used, checked without the lock. Checked by id: the same
-  // handle may name a newer stream now.
+  // The last entry this thread used, checked without the lock, by id: the same handle may
+  // name a newer stream now. While capturing (no id) the pool is asked instead, since this
+  // thread's entry may be one the pool has freed since.
   thread_local int last_device = -1;
   thread_local unsigned long long last_id = 0;
   thread_local stream_scratch last_scratch;
   const unsigned long long id = stream_id(stream);
-  if (last_device == device && last_id == id && last_scratch.control) return last_scratch;
+  if (id != 0 && last_device == device && last_id == id && last_scratch.control) return last_scratch;
   const stream_scratch found_scratch = find_or_make_scratch(device, stream, id);
-  last_device = device;
-  last_id = id;
-  last_scratch = found_scratch;
+  if (id != 0) {
+    last_device = device;
+    last_id = id;
+    last_scratch = found_scratch;
+  }
   return found_scratch;
 }
 
 stream_scratch find_or_make_scratch(int device, cudaStream_t stream, unsigned long long id) {
+  thread_local const char this_thread = 0;  // its address tells host threads apart
+  const scratch_key key{device, stream, stream == cudaStreamPerThread ? &this_thread : nullptr};
   auto& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
-  const auto key = std::make_pair(device, id);
   auto found = p.entries.find(key);
-  if (found != p.entries.end()) return found->second.scratch;
-  relaxed_capture_mode relaxed;
-
-  const std::size_t bytes = control_bytes + max_tiles * partial_cell_bytes;
-  device_memory_guard memory{nullptr};
-  const cudaError_t allocated = allocate_device(&memory.memory, bytes);
-  if (allocated != cudaSuccess) {
-    const std::string what = "the scratch of stream id " + std::to_string(id) + " on device " + std::to_string(device);
-    throw_allocation_error(allocated, what.c_str(), bytes);
-  }
-  // Zero it all on a private stream: a memset on the caller's stream could be
-  // swallowed by a graph capture, and one on the legacy stream would break that capture.
-  cudaStream_t init_stream = nullptr;
-  TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
-  const cudaError_t set = cudaMemsetAsync(memory.memory, 0, bytes, init_stream);
-  const cudaError_t synced = cudaStreamSynchronize(init_stream);
-  cudaStreamDestroy(init_stream);
-  TALLY_CUDA_CHECK(set);
-  TALLY_CUDA_CHECK(synced);
-
-  // A created stream whose handle an entry already has: that entry's stream was destroyed
-  // (two live streams never share a handle). Free its scratch, so that a program creating
-  // and destroying streams holds one entry per live stream. cudaFree synchronizes the
-  // device first, so the destroyed stream's last kernels are done with it. Done after the
-  // new allocation, so that a failed call leaves the pool exactly as it was.
-  if (is_created_stream(stream)) {
-    for (auto it = p.entries.begin(); it != p.entries.end(); ++it) {
-      if (it->first.first == device && it->second.handle == stream) {
-        TALLY_CUDA_CHECK(cudaFree(it->second.scratch.control));
-        p.entries.erase(it);
-        break;
-      }
+  if (found != p.entries.end()) {
+    scratch_entry& entry = found->second;
+    if (id == 0 || entry.stream_id == id) return entry.scratch;
+    if (entry.stream_id == 0) {  // made while this stream was being captured
+      entry.stream_id = id;
+      return entry.scratch;
     }
   }
-
-  scratch_entry entry;
-  entry.handle = stream;
-  entry.scratch.control = static_cast<unsigned int*>(memory.memory);
-  entry.scratch.partials = static_cast<char*>(memory.memory) + control_bytes;
-  p.entries.emplace(key, entry);
-  memory.memory = nullptr;  // the pool owns it now
-  return entry.scratch;
+  relaxed_capture_mode relaxed;
+  const stream_scratch scratch = make_scratch(device, stream);
+  if (found == p.entries.end()) {
+    try {
+      p.entries.emplace(key, scratch_entry{id, scratch});
+    } catch (...) {  // out of host memory: the pool stays as it was
+      cudaFree(scratch.control);
+      throw;
+    }
+    return scratch;
+  }
+  // A new stream with a destroyed stream's handle: the entry takes the new block, and the
+  // old one is freed. cudaFree synchronizes the device first ("cudaMalloc and cudaFree
+  // cause the GPU to synchronize across all executing streams", CUDA programming guide),
+  // so the destroyed stream's last kernels are done with it. The new block is made first,
+  // so that a failed allocation leaves the pool as it was.
+  const stream_scratch old = found->second.scratch;
+  found->second = scratch_entry{id, scratch};
+  TALLY_CUDA_CHECK(cudaFree(old.control));
+  return scratch;
 }
 
 std::size_t scratch_entries() {

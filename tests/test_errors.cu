@@ -57,14 +57,14 @@ TEST(errors, device_policy_without_a_gpu_throws_cuda_error_else_works) {
 TEST(errors, bad_alloc_is_a_std_bad_alloc_naming_the_memory_and_the_error) {
   static_assert(std::is_base_of_v<std::bad_alloc, tally::bad_alloc>);
   try {
-    tally::detail::throw_allocation_error(cudaErrorMemoryAllocation, "the scratch of stream id 12 on device 0", 2228480);
+    tally::detail::throw_allocation_error(cudaErrorMemoryAllocation, "the scratch of stream 0x5d0 on device 0", 2228480);
     FAIL() << "throw_allocation_error did not throw";
   } catch (const std::bad_alloc& e) {
     const auto* ours = dynamic_cast<const tally::bad_alloc*>(&e);
     ASSERT_NE(ours, nullptr) << "not a tally::bad_alloc: " << e.what();
     EXPECT_EQ(ours->code(), cudaErrorMemoryAllocation);
     const std::string what = e.what();
-    EXPECT_TRUE(contains(what, "the scratch of stream id 12 on device 0")) << what;
+    EXPECT_TRUE(contains(what, "the scratch of stream 0x5d0 on device 0")) << what;
     EXPECT_TRUE(contains(what, "2228480 bytes")) << what;
     EXPECT_TRUE(contains(what, "cudaErrorMemoryAllocation")) << what;
   }

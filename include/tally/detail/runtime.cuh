@@ -45,8 +45,9 @@ struct stream_scratch {
 };
 stream_scratch scratch_for(int device, cudaStream_t stream);
 
-// Scratch entries the pool holds: one per (device, stream) that has run a reduction, less
-// those of destroyed streams whose handle a newer stream has taken (tests check the bound).
+// Scratch entries the pool holds: one per (device, stream handle) that has run a reduction
+// (per host thread for cudaStreamPerThread). A new stream that gets a destroyed stream's
+// handle gets a new block in that entry, told apart by cudaStreamGetId (tests check this).
 std::size_t scratch_entries();
 
 // The pinned result slots: slabs allocated, slots in them, slots free now (for tests).
