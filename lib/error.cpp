@@ -7,6 +7,8 @@ namespace tally {
 cuda_error::cuda_error(cudaError_t code, const std::string& what_failed)
     : std::runtime_error(what_failed), code_(code) {}
 
+bad_alloc::bad_alloc(cudaError_t code, const std::string& what_failed) : message_(what_failed), code_(code) {}
+
 namespace detail {
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
@@ -16,6 +18,13 @@ void throw_cuda_error(cudaError_t code, const char* call, const char* file, int 
   if (slash != std::string::npos) where = where.substr(slash + 1);
   throw cuda_error(code, std::string("tally: ") + call + " failed: " + cudaGetErrorString(code) + " (" +
                              cudaGetErrorName(code) + ") at " + where + ":" + std::to_string(line));
+}
+
+void throw_allocation_error(cudaError_t code, const char* what, std::size_t bytes) {
+  const std::string message = std::string("tally: could not allocate ") + what + " (" + std::to_string(bytes) +
+                              " bytes): " + cudaGetErrorString(code) + " (" + cudaGetErrorName(code) + ")";
+  if (code == cudaErrorMemoryAllocation) throw bad_alloc(code, message);
+  throw cuda_error(code, message);
 }
 
 void throw_invalid_argument(const char* algorithm, const std::string& message) {

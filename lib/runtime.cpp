@@ -7,6 +7,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <cstdio>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -41,13 +44,22 @@ properties_cache& props_cache() {
   return *cache;
 }
 
+struct scratch_entry {
+  unsigned long long stream_id;  // 0 while unknown (made during a capture); see stream_id
+  stream_scratch scratch;
+};
+
+// (device, handle, thread): the thread only for cudaStreamPerThread, a handle that names a
+// different stream on every host thread.
+using scratch_key = std::tuple<int, cudaStream_t, const void*>;
+
 struct scratch_pool {
   std::mutex mutex;
-  std::map<std::pair<int, cudaStream_t>, stream_scratch> entries;
+  std::map<scratch_key, scratch_entry> entries;
   ~scratch_pool() {
-    for (auto& [key, scratch] : entries) {
-      cudaSetDevice(key.first);
-      free_quietly(scratch.control, cudaFree);
+    for (auto& [key, entry] : entries) {
+      cudaSetDevice(std::get<0>(key));
+      free_quietly(entry.scratch.control, cudaFree);
     }
   }
 };
@@ -55,6 +67,94 @@ struct scratch_pool {
 scratch_pool& pool() {
   static scratch_pool p;
   return p;
+}
+
+// The test hook's count of allocations still to fail (fail_next_allocations).
+std::atomic<int> injected_allocation_failures{0};
+
+bool take_injected_failure() {
+  int left = injected_allocation_failures.load(std::memory_order_relaxed);
+  while (left > 0) {
+    if (injected_allocation_failures.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+// The pools' two allocations. A failed one leaves nothing allocated and no error pending:
+// cudaGetLastError clears what the failed call recorded, so that the caller's next CUDA
+// call does not report it.
+cudaError_t allocate_device(void** memory, std::size_t bytes) {
+  relaxed_capture_mode relaxed;
+  *memory = nullptr;
+  if (take_injected_failure()) return cudaErrorMemoryAllocation;
+  const cudaError_t status = cudaMalloc(memory, bytes);
+  if (status != cudaSuccess) {
+    *memory = nullptr;
+    cudaGetLastError();
+  }
+  return status;
+}
+
+cudaError_t allocate_pinned(void** memory, std::size_t bytes) {
+  relaxed_capture_mode relaxed;
+  *memory = nullptr;
+  if (take_injected_failure()) return cudaErrorMemoryAllocation;
+  const cudaError_t status = cudaHostAlloc(memory, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (status != cudaSuccess) {
+    *memory = nullptr;
+    cudaGetLastError();
+  }
+  return status;
+}
+
+// Frees device memory when a later step of making a pool entry throws.
+struct device_memory_guard {
+  void* memory;
+  ~device_memory_guard() { free_quietly(memory, cudaFree); }
+};
+
+// A stream's unique id, or 0 while the stream is being captured. The handle alone does not
+// say which stream it is: the driver hands a destroyed stream's handle to the next stream
+// created, even while the destroyed stream's kernels are still running (seen on an H100
+// with CUDA 13), and a pool that trusted the handle would give the new stream scratch those
+// kernels are still using. Ids are never reused in a context. cudaStreamGetId on a stream
+// being captured fails and invalidates the capture, so then the handle is trusted: the
+// stream is live, and the graph runs later.
+unsigned long long stream_id(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TALLY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return 0;
+  unsigned long long id = 0;
+  TALLY_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  return id;
+}
+
+// Makes a zeroed scratch block; the caller owns it. Throws tally::bad_alloc when memory is
+// short, leaving nothing allocated.
+stream_scratch make_scratch(int device, cudaStream_t stream) {
+  const std::size_t bytes = control_bytes + max_tiles * partial_cell_bytes;
+  device_memory_guard memory{nullptr};
+  const cudaError_t allocated = allocate_device(&memory.memory, bytes);
+  if (allocated != cudaSuccess) {
+    char handle[32];
+    std::snprintf(handle, sizeof handle, "%p", static_cast<void*>(stream));
+    const std::string what = std::string("the scratch of stream ") + handle + " on device " + std::to_string(device);
+    throw_allocation_error(allocated, what.c_str(), bytes);
+  }
+  // Zero it all on a private stream: a memset on the caller's stream could be
+  // swallowed by a graph capture, and one on the legacy stream would break that capture.
+  cudaStream_t init_stream = nullptr;
+  TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
+  const cudaError_t set = cudaMemsetAsync(memory.memory, 0, bytes, init_stream);
+  const cudaError_t synced = cudaStreamSynchronize(init_stream);
+  cudaStreamDestroy(init_stream);
+  TALLY_CUDA_CHECK(set);
+  TALLY_CUDA_CHECK(synced);
+  stream_scratch scratch;
+  scratch.control = static_cast<unsigned int*>(memory.memory);
+  scratch.partials = static_cast<char*>(memory.memory) + control_bytes;
+  memory.memory = nullptr;  // the caller owns it now
+  return scratch;
 }
 
 constexpr std::size_t slot_bytes = max_accumulator_bytes + 64;  // value, then the ready flag
@@ -76,7 +176,7 @@ slot_pool& slots() {
 
 }  // namespace
 
-stream_scratch find_or_make_scratch(int device, cudaStream_t stream);
+stream_scratch find_or_make_scratch(int device, cudaStream_t stream, unsigned long long id);
 
 int current_device() {
   // Once a device has been seen the count cannot drop to zero, so later calls skip asking.
@@ -143,43 +243,56 @@ bool is_device_accessible(const void* p, const device_properties& props) {
 }
 
 stream_scratch scratch_for(int device, cudaStream_t stream) {
-  // The last entry this thread used, checked without the lock; entries live until exit.
+  // The last entry this thread used, checked without the lock, by id: the same handle may
+  // name a newer stream now. While capturing (no id) the pool is asked instead, since this
+  // thread's entry may be one the pool has freed since.
   thread_local int last_device = -1;
-  thread_local cudaStream_t last_stream = nullptr;
+  thread_local unsigned long long last_id = 0;
   thread_local stream_scratch last_scratch;
-  if (last_device == device && last_stream == stream && last_scratch.control) return last_scratch;
-  const stream_scratch found_scratch = find_or_make_scratch(device, stream);
-  last_device = device;
-  last_stream = stream;
-  last_scratch = found_scratch;
+  const unsigned long long id = stream_id(stream);
+  if (id != 0 && last_device == device && last_id == id && last_scratch.control) return last_scratch;
+  const stream_scratch found_scratch = find_or_make_scratch(device, stream, id);
+  if (id != 0) {
+    last_device = device;
+    last_id = id;
+    last_scratch = found_scratch;
+  }
   return found_scratch;
 }
 
-stream_scratch find_or_make_scratch(int device, cudaStream_t stream) {
+stream_scratch find_or_make_scratch(int device, cudaStream_t stream, unsigned long long id) {
+  thread_local const char this_thread = 0;  // its address tells host threads apart
+  const scratch_key key{device, stream, stream == cudaStreamPerThread ? &this_thread : nullptr};
   auto& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
-  const auto key = std::make_pair(device, stream);
   auto found = p.entries.find(key);
-  if (found != p.entries.end()) return found->second;
-
+  if (found != p.entries.end()) {
+    scratch_entry& entry = found->second;
+    if (id == 0 || entry.stream_id == id) return entry.scratch;
+    if (entry.stream_id == 0) {  // made while this stream was being captured
+      entry.stream_id = id;
+      return entry.scratch;
+    }
+  }
   relaxed_capture_mode relaxed;
-  void* memory = nullptr;
-  const std::size_t bytes = control_bytes + max_tiles * partial_cell_bytes;
-  TALLY_CUDA_CHECK(cudaMalloc(&memory, bytes));
-  // Zero it all on a private stream: a memset on the caller's stream could be
-  // swallowed by a graph capture, and one on the legacy stream would break that capture.
-  cudaStream_t init_stream = nullptr;
-  TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
-  const cudaError_t set = cudaMemsetAsync(memory, 0, bytes, init_stream);
-  const cudaError_t synced = cudaStreamSynchronize(init_stream);
-  cudaStreamDestroy(init_stream);
-  TALLY_CUDA_CHECK(set);
-  TALLY_CUDA_CHECK(synced);
-
-  stream_scratch scratch;
-  scratch.control = static_cast<unsigned int*>(memory);
-  scratch.partials = static_cast<char*>(memory) + control_bytes;
-  p.entries.emplace(key, scratch);
+  const stream_scratch scratch = make_scratch(device, stream);
+  if (found == p.entries.end()) {
+    try {
+      p.entries.emplace(key, scratch_entry{id, scratch});
+    } catch (...) {  // out of host memory: the pool stays as it was
+      cudaFree(scratch.control);
+      throw;
+    }
+    return scratch;
+  }
+  // A new stream with a destroyed stream's handle: the entry takes the new block, and the
+  // old one is freed. cudaFree synchronizes the device first ("cudaMalloc and cudaFree
+  // cause the GPU to synchronize across all executing streams", CUDA programming guide),
+  // so the destroyed stream's last kernels are done with it. The new block is made first,
+  // so that a failed allocation leaves the pool as it was.
+  const stream_scratch old = found->second.scratch;
+  found->second = scratch_entry{id, scratch};
+  TALLY_CUDA_CHECK(cudaFree(old.control));
   return scratch;
 }
 
@@ -189,13 +302,29 @@ std::size_t scratch_entries() {
   return p.entries.size();
 }
 
+result_slot_counts result_slots() {
+  auto& p = slots();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return {p.slabs.size(), p.slabs.size() * slots_per_slab, p.free_slots.size()};
+}
+
+void fail_next_allocations(int count) {
+  injected_allocation_failures.store(count > 0 ? count : 0, std::memory_order_relaxed);
+}
+
+int pending_allocation_failures() { return injected_allocation_failures.load(std::memory_order_relaxed); }
+
 result_slot::result_slot() : slot_(nullptr) {
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.free_slots.empty()) {
-    relaxed_capture_mode relaxed;
+    // Room in the lists first: once the slab is allocated nothing may throw.
+    p.slabs.reserve(p.slabs.size() + 1);
+    p.free_slots.reserve((p.slabs.size() + 1) * slots_per_slab);
     void* slab = nullptr;
-    TALLY_CUDA_CHECK(cudaHostAlloc(&slab, slot_bytes * slots_per_slab, cudaHostAllocMapped | cudaHostAllocPortable));
+    const std::size_t bytes = slot_bytes * slots_per_slab;
+    const cudaError_t allocated = allocate_pinned(&slab, bytes);
+    if (allocated != cudaSuccess) throw_allocation_error(allocated, "a slab of pinned result slots", bytes);
     p.slabs.push_back(slab);
     for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(slab) + i * slot_bytes);
   }

@@ -1,10 +1,13 @@
 // Errors: misuse throws before any launch and the context stays usable; CUDA failures
-// throw tally::cuda_error naming the call.
+// throw tally::cuda_error naming the call; memory the runtime cannot allocate throws
+// tally::bad_alloc (a std::bad_alloc), leaves the pools as they were, and the next call works.
 #include "support/test_support.cuh"
 #include "tally/reduce.cuh"
 
 #include <thrust/device_vector.h>
 
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -12,7 +15,10 @@ namespace {
 
 using tally_test::random_values;
 using tally_test::reference_sum;
+using tally_test::device_value;
 using tally_test::seeded;
+
+bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
 TEST(errors, cuda_error_names_the_call_and_the_error) {
   try {
@@ -46,6 +52,34 @@ TEST(errors, device_policy_without_a_gpu_throws_cuda_error_else_works) {
     thrust::device_vector<int> d(v.begin(), v.end());
     EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 0), reference_sum<int>(v, 0, v.size(), 0));
   }
+}
+
+TEST(errors, bad_alloc_is_a_std_bad_alloc_naming_the_memory_and_the_error) {
+  static_assert(std::is_base_of_v<std::bad_alloc, tally::bad_alloc>);
+  try {
+    tally::detail::throw_allocation_error(cudaErrorMemoryAllocation, "the scratch of stream 0x5d0 on device 0", 2228480);
+    FAIL() << "throw_allocation_error did not throw";
+  } catch (const std::bad_alloc& e) {
+    const auto* ours = dynamic_cast<const tally::bad_alloc*>(&e);
+    ASSERT_NE(ours, nullptr) << "not a tally::bad_alloc: " << e.what();
+    EXPECT_EQ(ours->code(), cudaErrorMemoryAllocation);
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "the scratch of stream 0x5d0 on device 0")) << what;
+    EXPECT_TRUE(contains(what, "2228480 bytes")) << what;
+    EXPECT_TRUE(contains(what, "cudaErrorMemoryAllocation")) << what;
+  }
+  // Any other failure of an allocation is a cuda_error, not an out-of-memory condition.
+  EXPECT_THROW(tally::detail::throw_allocation_error(cudaErrorInvalidValue, "x", 1), tally::cuda_error);
+}
+
+// The hook's bookkeeping needs no GPU: it only counts.
+TEST(errors, allocation_failure_hook_counts_what_is_pending) {
+  tally::detail::fail_next_allocations(3);
+  EXPECT_EQ(tally::detail::pending_allocation_failures(), 3);
+  tally::detail::fail_next_allocations(0);
+  EXPECT_EQ(tally::detail::pending_allocation_failures(), 0);
+  tally::detail::fail_next_allocations(-2);
+  EXPECT_EQ(tally::detail::pending_allocation_failures(), 0);
 }
 
 TEST(errors, reversed_range_throws_before_touching_the_device) {
@@ -110,6 +144,93 @@ TEST_F(device_errors, reduce_into_a_null_or_pageable_output) {
     EXPECT_THROW(tally::reduce_into(tally::device, d.begin(), d.end(), &host_out, 0, tally::plus<int>{}),
                  std::invalid_argument);
   }
+  expect_context_usable();
+}
+
+// The scratch of a stream that has never run a reduction is allocated by the first call on
+// it; that allocation fails here. The result slot comes from the free list (a reduction ran
+// before), so the scratch is the only allocation the call makes.
+TEST_F(device_errors, scratch_allocation_failure_throws_bad_alloc_and_the_next_call_works) {
+  seeded s(3);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(300007, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 5);
+  thrust::device_vector<int> d(v.begin(), v.end());
+  ASSERT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 5), expected);  // slots and default scratch exist
+  cudaStream_t fresh;
+  TEST_CUDA(cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking));
+  const std::size_t entries = tally::detail::scratch_entries();
+  const auto slots = tally::detail::result_slots();
+
+  tally::detail::fail_next_allocations(1);
+  try {
+    tally::reduce(tally::device.on(fresh), d.begin(), d.end(), 5);
+    FAIL() << "the injected scratch allocation failure must throw";
+  } catch (const tally::bad_alloc& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "scratch of stream")) << what;
+    EXPECT_TRUE(contains(what, "cudaErrorMemoryAllocation")) << what;
+    EXPECT_EQ(e.code(), cudaErrorMemoryAllocation);
+  }
+  EXPECT_EQ(tally::detail::pending_allocation_failures(), 0);
+  EXPECT_EQ(tally::detail::scratch_entries(), entries) << "a failed allocation must not leave an entry";
+  EXPECT_EQ(tally::detail::result_slots().free, slots.free) << "the call's result slot must go back";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  // reduce_into fails the same way, and is caught as any std::bad_alloc.
+  device_value<int> out;
+  tally::detail::fail_next_allocations(1);
+  EXPECT_THROW(tally::reduce_into(tally::device.on(fresh), d.begin(), d.end(), out.get(), 5, tally::plus<int>{}),
+               std::bad_alloc);
+  EXPECT_EQ(tally::detail::scratch_entries(), entries);
+
+  // The next calls on the same stream allocate its scratch and are right.
+  EXPECT_EQ(tally::reduce(tally::device.on(fresh), d.begin(), d.end(), 5), expected);
+  const std::size_t after = tally::detail::scratch_entries();
+  // One more entry, or the same number where the new stream took a destroyed stream's
+  // handle and its entry was released.
+  EXPECT_TRUE(after == entries + 1 || after == entries) << after << " entries, " << entries << " before";
+  out.poison();
+  tally::reduce_into(tally::device.on(fresh), d.begin(), d.end(), out.get(), 5, tally::plus<int>{});
+  TEST_CUDA(cudaStreamSynchronize(fresh));
+  EXPECT_EQ(out.read(), expected);
+  EXPECT_EQ(tally::detail::scratch_entries(), after);
+  TEST_CUDA(cudaStreamDestroy(fresh));
+  expect_context_usable();
+}
+
+// reduce takes a pinned result slot; with every slot in use it allocates a new slab, and
+// that allocation fails here.
+TEST_F(device_errors, result_slot_allocation_failure_throws_bad_alloc_and_the_next_call_works) {
+  seeded s(4);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(5003, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 0);
+  thrust::device_vector<int> d(v.begin(), v.end());
+  ASSERT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 0), expected);
+  std::vector<std::unique_ptr<tally::detail::result_slot>> held;
+  while (tally::detail::result_slots().free > 0) held.push_back(std::make_unique<tally::detail::result_slot>());
+  const auto slots = tally::detail::result_slots();
+
+  tally::detail::fail_next_allocations(1);
+  try {
+    tally::reduce(tally::device, d.begin(), d.end(), 0);
+    FAIL() << "the injected result slot allocation failure must throw";
+  } catch (const std::bad_alloc& e) {
+    const auto* ours = dynamic_cast<const tally::bad_alloc*>(&e);
+    ASSERT_NE(ours, nullptr) << "not a tally::bad_alloc: " << e.what();
+    EXPECT_TRUE(contains(e.what(), "pinned result slots")) << e.what();
+  }
+  EXPECT_EQ(tally::detail::result_slots().slabs, slots.slabs) << "a failed allocation must not leave a slab";
+  EXPECT_EQ(tally::detail::result_slots().free, 0u);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  // The next call allocates the slab and is right; releasing the held slots frees them all.
+  EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 0), expected);
+  EXPECT_EQ(tally::detail::result_slots().slabs, slots.slabs + 1);
+  held.clear();
+  const auto released = tally::detail::result_slots();
+  EXPECT_EQ(released.free, released.slots);
   expect_context_usable();
 }
 

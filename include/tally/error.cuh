@@ -1,9 +1,12 @@
 #pragma once
-// Errors tally throws: cuda_error for failures reported by the CUDA runtime.
-// Misuse (bad pointers, reversed ranges) throws std::invalid_argument before any launch.
+// Errors tally throws: cuda_error for failures reported by the CUDA runtime, bad_alloc
+// when the runtime's own scratch or result memory cannot be allocated. Misuse (bad
+// pointers, reversed ranges) throws std::invalid_argument before any launch.
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +22,21 @@ class cuda_error : public std::runtime_error {
   cudaError_t code_;
 };
 
+// Memory tally needs for a call (a stream's scratch, a pinned result slot) could not be
+// allocated. Derives from std::bad_alloc so that code handling out-of-memory catches it;
+// what() names what could not be allocated, its size and the CUDA error. The pool is left
+// as it was and the CUDA error cleared, so a later call can succeed once memory is free.
+class bad_alloc : public std::bad_alloc {
+ public:
+  bad_alloc(cudaError_t code, const std::string& what_failed);
+  const char* what() const noexcept override { return message_.what(); }
+  cudaError_t code() const noexcept { return code_; }
+
+ private:
+  std::runtime_error message_;  // holds the text; unlike std::string, copies without throwing
+  cudaError_t code_;
+};
+
 namespace detail {
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
@@ -26,6 +44,10 @@ namespace detail {
 inline void check_cuda(cudaError_t code, const char* call, const char* file, int line) {
   if (code != cudaSuccess) throw_cuda_error(code, call, file, line);
 }
+
+// Throws tally::bad_alloc for cudaErrorMemoryAllocation and tally::cuda_error for any
+// other code; `what` names the memory, e.g. "the scratch of stream 0x... on device 0".
+[[noreturn]] void throw_allocation_error(cudaError_t code, const char* what, std::size_t bytes);
 
 // Throws std::invalid_argument with a message prefixed by the algorithm's name.
 [[noreturn]] void throw_invalid_argument(const char* algorithm, const std::string& message);

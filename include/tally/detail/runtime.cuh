@@ -1,6 +1,7 @@
 #pragma once
 // The compiled runtime (lib/): device properties, per-stream scratch, pinned result slots.
 // Everything here is thread safe and allocates only on first use of a device, stream or slot.
+// An allocation that fails throws tally::bad_alloc and leaves the pools as they were.
 
 #include <cuda_runtime_api.h>
 
@@ -44,8 +45,26 @@ struct stream_scratch {
 };
 stream_scratch scratch_for(int device, cudaStream_t stream);
 
-// Number of scratch entries the pool holds (for tests: the pool stays bounded).
+// Scratch entries the pool holds: one per (device, stream handle) that has run a reduction
+// (per host thread for cudaStreamPerThread). A new stream that gets a destroyed stream's
+// handle gets a new block in that entry, told apart by cudaStreamGetId (tests check this).
 std::size_t scratch_entries();
+
+// The pinned result slots: slabs allocated, slots in them, slots free now (for tests).
+struct result_slot_counts {
+  std::size_t slabs = 0;
+  std::size_t slots = 0;
+  std::size_t free = 0;
+};
+result_slot_counts result_slots();
+
+// Test hook: the next `count` allocations the runtime makes (a stream's scratch with
+// cudaMalloc, a slab of result slots with cudaHostAlloc) fail as if memory ran out, without
+// asking CUDA; the call throws tally::bad_alloc. 0 cancels what is pending. Not for use
+// outside tests: it is process-wide.
+void fail_next_allocations(int count);
+// Injected failures not yet used.
+int pending_allocation_failures();
 
 // A slot of pinned, mapped host memory that a kernel writes the result into (the first
 // max_accumulator_bytes), then raises the slot's ready flag. reduce() waits for the flag
