@@ -64,6 +64,16 @@ inline constexpr int ordered_staged_slots = ordered_piece_chunks + ordered_piece
 
 __device__ __forceinline__ int ordered_staged_slot(int chunk) { return chunk + chunk / loads_per_step; }
 
+// A piece's elements, and where this warp's region starts in a full tile (plan.cuh,
+// ordered_tile; the full-tile path computes them without ordered_tile_of's division).
+template <int VW>
+inline constexpr std::uint64_t ordered_piece_items = std::uint64_t(loads_per_step) * VW * warp_threads;
+
+template <int VW>
+__device__ __forceinline__ std::uint64_t ordered_region_offset(const reduction_plan& plan) {
+  return std::uint64_t(threadIdx.x / warp_threads) * std::uint64_t(plan.steps_per_tile) * ordered_piece_items<VW>;
+}
+
 // Aligned to its size where that is 8 or 16 bytes, so a lane stores and loads a chunk in
 // one shared-memory access (the bank analysis above assumes it).
 template <class C, int VW>
@@ -81,69 +91,37 @@ __device__ __forceinline__ staged_chunk<C, VW>* ordered_staging_of_warp(int warp
   return reinterpret_cast<staged_chunk<C, VW>*>(staging_bytes) + warp * ordered_staged_slots;
 }
 
-// One tile by the whole block, in the ordered plan, any tile (a partial one included):
-// every read and every element is checked against the tile's end. Thread 0 gets the
-// tile's fold; every tile of a plan holds at least one element, so it is always valid there.
-template <class Acc, int VW, class Loader, class Op>
-__device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
-  using C = typename chunk_element<Loader>::type;
-  using staged_t = staged_chunk<C, VW>;
-  const ordered_tile shape = ordered_tile_of(plan, tile);
-  const int warp = int(threadIdx.x / warp_threads);
+// The block's fold of its warps' folds, which each warp's lane 0 holds (valid: whether it
+// has one), in warp order; thread 0 gets it. The same tree as tally::block::reduce_ordered
+// where only lane 0 of each warp holds a value (docs/operators.md), without running the
+// warps' trees over lanes that hold nothing.
+template <class Acc, class Op>
+__device__ __forceinline__ Acc fold_warp_leaders(Acc warp_acc, bool valid, Op& op) {
+  constexpr int warps = block_threads / warp_threads;
+  __shared__ tally::block::detail::reduce_storage<Acc, warps> storage;
   const int lane = int(threadIdx.x % warp_threads);
-
-  Acc warp_acc{};  // the warp's fold of its pieces so far, in lane 0
-  bool warp_valid = false;
-  for (std::uint64_t piece = 0; piece < shape.steps; ++piece) {
-    const std::uint64_t piece_begin = shape.piece_begin(warp, piece);
-    if (piece_begin >= shape.end) break;  // the same for every lane of the warp
-    C run[loads_per_step][VW];
-    if constexpr (ordered_stages_chunks<VW, Loader>) {
-      staged_t* staging = ordered_staging_of_warp<C, VW>(warp);
+  const int warp = int(threadIdx.x / warp_threads);
+  __syncthreads();  // the previous tile's fold may still be reading the storage
+  if (lane == 0) {
+    storage.slots()[warp] = warp_acc;
+    storage.valid[warp] = valid;
+  }
+  __syncthreads();
+  if (warp != 0) return warp_acc;
+  valid = lane < warps && storage.valid[lane];
+  Acc value = warp_acc;
+  if (lane < warps) value = storage.slots()[lane];
+  // tally::warp::reduce_ordered's steps; those past `warps` would find nothing to the right.
 #pragma unroll
-      for (int u = 0; u < loads_per_step; ++u) {
-        const int chunk = u * warp_threads + lane;
-        staged_t loaded;
-        read_chunk_below<VW>(load, piece_begin + std::uint64_t(chunk) * VW, shape.end, loaded.values);
-        staging[ordered_staged_slot(chunk)] = loaded;
-      }
-      __syncwarp();
-#pragma unroll
-      for (int k = 0; k < loads_per_step; ++k) {
-        const staged_t mine = staging[ordered_staged_slot(lane * loads_per_step + k)];
-#pragma unroll
-        for (int j = 0; j < VW; ++j) run[k][j] = mine.values[j];
-      }
-      __syncwarp();  // the next piece overwrites the staging
-    } else {
-#pragma unroll
-      for (int k = 0; k < loads_per_step; ++k)
-        read_chunk_below<VW>(load, piece_begin + std::uint64_t(lane * loads_per_step + k) * VW, shape.end, run[k]);
-    }
-
-    const std::uint64_t run_begin = piece_begin + std::uint64_t(lane) * shape.run_items;
-    Acc acc{};
-    bool valid = false;
-#pragma unroll
-    for (int k = 0; k < loads_per_step; ++k)
-#pragma unroll
-      for (int j = 0; j < VW; ++j) {
-        const std::uint64_t index = run_begin + std::uint64_t(k) * VW + j;
-        if (index < shape.end) {
-          const Acc x = static_cast<Acc>(chunk_value(load, run[k][j], index));
-          acc = valid ? static_cast<Acc>(op(acc, x)) : x;
-          valid = true;
-        }
-      }
-    const Acc piece_fold = tally::warp::reduce_ordered(acc, valid, op);
-    if (lane == 0 && valid) {
-      warp_acc = warp_valid ? static_cast<Acc>(op(warp_acc, piece_fold)) : piece_fold;
-      warp_valid = true;
+  for (int delta = 1; delta < warps; delta *= 2) {
+    const Acc right = tally::warp::shuffle_down(value, unsigned(delta));
+    const bool right_valid = __shfl_down_sync(tally::warp::full_mask, valid, unsigned(delta)) && lane + delta < warps;
+    if ((lane & (2 * delta - 1)) == 0) {
+      if (right_valid) value = valid ? static_cast<Acc>(op(value, right)) : right;
+      valid = valid || right_valid;
     }
   }
-  // Only lane 0 of each warp holds a value: the block tree folds the warps in order.
-  bool valid = lane == 0 && warp_valid;
-  return tally::block::reduce_ordered<block_threads>(warp_acc, valid, op);
+  return value;
 }
 
 // One lane's share of a full piece as the warp reads it, coalesced: chunks u * 32 + lane.
@@ -208,6 +186,80 @@ __device__ __forceinline__ Acc fold_fetched_full_piece(const Loader& load, std::
   return tally::warp::reduce_ordered(acc, op);
 }
 
+// One tile by the whole block, in the ordered plan, any tile (a partial one included):
+// full pieces as in a full tile, the rest with every read and element checked against the
+// tile's end. Thread 0 gets the tile's fold; every tile of a plan holds at least one
+// element, so it is always valid there.
+template <class Acc, int VW, class Loader, class Op>
+__device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
+  using C = typename chunk_element<Loader>::type;
+  using staged_t = staged_chunk<C, VW>;
+  const ordered_tile shape = ordered_tile_of(plan, tile);
+  const int warp = int(threadIdx.x / warp_threads);
+  const int lane = int(threadIdx.x % warp_threads);
+
+  Acc warp_acc{};  // the warp's fold of its pieces so far, in lane 0
+  bool warp_valid = false;
+  for (std::uint64_t piece = 0; piece < shape.steps; ++piece) {
+    const std::uint64_t piece_begin = shape.piece_begin(warp, piece);
+    if (piece_begin >= shape.end) break;  // the same for every lane of the warp
+    if constexpr (ordered_stages_chunks<VW, Loader>) {
+      if (piece_begin + ordered_piece_items<VW> <= shape.end) {  // a full piece: no checks
+        piece_chunks<VW, Loader> fetched;
+        fetched.fetch(load, piece_begin);
+        const Acc piece_fold = fold_fetched_full_piece<Acc, VW>(load, piece_begin, fetched, false, 0, op);
+        if (lane == 0) warp_acc = warp_valid ? static_cast<Acc>(op(warp_acc, piece_fold)) : piece_fold;
+        warp_valid = true;
+        continue;
+      }
+    }
+    C run[loads_per_step][VW];
+    if constexpr (ordered_stages_chunks<VW, Loader>) {
+      staged_t* staging = ordered_staging_of_warp<C, VW>(warp);
+#pragma unroll
+      for (int u = 0; u < loads_per_step; ++u) {
+        const int chunk = u * warp_threads + lane;
+        staged_t loaded;
+        read_chunk_below<VW>(load, piece_begin + std::uint64_t(chunk) * VW, shape.end, loaded.values);
+        staging[ordered_staged_slot(chunk)] = loaded;
+      }
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < loads_per_step; ++k) {
+        const staged_t mine = staging[ordered_staged_slot(lane * loads_per_step + k)];
+#pragma unroll
+        for (int j = 0; j < VW; ++j) run[k][j] = mine.values[j];
+      }
+      __syncwarp();  // the next piece overwrites the staging
+    } else {
+#pragma unroll
+      for (int k = 0; k < loads_per_step; ++k)
+        read_chunk_below<VW>(load, piece_begin + std::uint64_t(lane * loads_per_step + k) * VW, shape.end, run[k]);
+    }
+
+    const std::uint64_t run_begin = piece_begin + std::uint64_t(lane) * shape.run_items;
+    Acc acc{};
+    bool valid = false;
+#pragma unroll
+    for (int k = 0; k < loads_per_step; ++k)
+#pragma unroll
+      for (int j = 0; j < VW; ++j) {
+        const std::uint64_t index = run_begin + std::uint64_t(k) * VW + j;
+        if (index < shape.end) {
+          const Acc x = static_cast<Acc>(chunk_value(load, run[k][j], index));
+          acc = valid ? static_cast<Acc>(op(acc, x)) : x;
+          valid = true;
+        }
+      }
+    const Acc piece_fold = tally::warp::reduce_ordered(acc, valid, op);
+    if (lane == 0 && valid) {
+      warp_acc = warp_valid ? static_cast<Acc>(op(warp_acc, piece_fold)) : piece_fold;
+      warp_valid = true;
+    }
+  }
+  return fold_warp_leaders(warp_acc, lane == 0 && warp_valid, op);
+}
+
 // A full tile whose first piece this warp already holds in `fetched`. The last piece's fold
 // overlaps the loads of the first piece of next_tile, when that is a full tile too, so a
 // block keeps loads in flight through the block tree as the commutative kernels do
@@ -215,22 +267,22 @@ __device__ __forceinline__ Acc fold_fetched_full_piece(const Loader& load, std::
 template <class Acc, int VW, class Loader, class Op>
 __device__ Acc ordered_reduce_fetched_full_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile,
                                                 std::uint64_t next_tile, piece_chunks<VW, Loader>& fetched, Op& op) {
-  const ordered_tile shape = ordered_tile_of(plan, tile);
-  const int warp = int(threadIdx.x / warp_threads);
   const int lane = int(threadIdx.x % warp_threads);
+  const std::uint64_t steps = std::uint64_t(plan.steps_per_tile);  // a full tile's
+  const std::uint64_t region = ordered_region_offset<VW>(plan);
+  const std::uint64_t first_piece = plan.tile_begin(tile) + region;
   const bool next_is_full = next_tile < plan.tiles && plan.tile_is_full(next_tile);
-  const std::uint64_t next_tile_piece = next_is_full ? ordered_tile_of(plan, next_tile).piece_begin(warp, 0) : 0;
+  const std::uint64_t next_tile_piece = plan.tile_begin(next_tile) + region;
 
   Acc warp_acc{};  // in lane 0
-  for (std::uint64_t piece = 0; piece < shape.steps; ++piece) {
-    const bool last = piece + 1 == shape.steps;
-    const Acc piece_fold =
-        fold_fetched_full_piece<Acc, VW>(load, shape.piece_begin(warp, piece), fetched, !last || next_is_full,
-                                         last ? next_tile_piece : shape.piece_begin(warp, piece + 1), op);
+  for (std::uint64_t piece = 0; piece < steps; ++piece) {
+    const bool last = piece + 1 == steps;
+    const std::uint64_t begin = first_piece + piece * ordered_piece_items<VW>;
+    const Acc piece_fold = fold_fetched_full_piece<Acc, VW>(load, begin, fetched, !last || next_is_full,
+                                                            last ? next_tile_piece : begin + ordered_piece_items<VW>, op);
     if (lane == 0) warp_acc = piece == 0 ? piece_fold : static_cast<Acc>(op(warp_acc, piece_fold));
   }
-  bool valid = lane == 0;
-  return tally::block::reduce_ordered<block_threads>(warp_acc, valid, op);
+  return fold_warp_leaders(warp_acc, lane == 0, op);
 }
 
 // Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
@@ -244,7 +296,7 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
   if constexpr (prefetch) {
     const std::uint64_t first = blockIdx.x;
     if (first < plan.tiles && plan.tile_is_full(first))
-      fetched.fetch(load, ordered_tile_of(plan, first).piece_begin(int(threadIdx.x / warp_threads), 0));
+      fetched.fetch(load, plan.tile_begin(first) + ordered_region_offset<VW>(plan));
   }
   for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
     Acc partial;
