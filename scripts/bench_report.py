@@ -154,6 +154,9 @@ def type_table(typ, m, nondeterministic):
     ]
     if with_copy:
         header += ["tally round trip via copy µs"]
+    with_ordered = has_data(m["ordered"])
+    if with_ordered:
+        header += ["ordered µs", "ordered % of tally's bandwidth"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     sizes = sorted(set().union(*(series.keys() for series in m.values())))
     for n in sizes:
@@ -175,6 +178,9 @@ def type_table(typ, m, nondeterministic):
         ]
         if with_copy:
             row.append(fmt(m["tally_rt_copy"].get(n), ".2f"))
+        if with_ordered:
+            share = ratio(t, m["ordered"].get(n))
+            row += [fmt(m["ordered"].get(n), ".2f"), fmt(None if share is None else 100 * share, ".1f", "%")]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
