@@ -17,6 +17,8 @@
 #include <cuda/std/functional>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -229,6 +231,74 @@ TEST(operator_traits, the_new_functors_compute_what_they_are_named) {
   EXPECT_FALSE(tally::logical_and<>{}(true, false));
   EXPECT_TRUE(tally::logical_or<bool>{}(false, true));
   EXPECT_FALSE(tally::logical_or<>{}(false, false));
+}
+
+// ---- identities ----
+
+// Known in constant expressions, so also in device code.
+static_assert(tally::identity_of<int>(tally::plus<>{}) == 0);
+static_assert(tally::identity_of<long long>(tally::multiplies<long long>{}) == 1);
+static_assert(tally::identity_of<unsigned char>(tally::bit_and<>{}) == 0xFF);
+static_assert(tally::identity_of<short>(tally::minimum<>{}) == SHRT_MAX);
+static_assert(tally::identity_of<std::uint64_t>(tally::maximum<>{}) == 0);
+static_assert(tally::identity_of<float>(tally::minimum<>{}) == INFINITY);
+static_assert(tally::identity_of<double>(tally::maximum<>{}) == -INFINITY);
+static_assert(tally::identity_of<bool>(tally::logical_and<>{}) && !tally::identity_of<bool>(tally::logical_or<>{}));
+
+// op(e, x) == x == op(x, e) for random x, for every operator and some types of each kind.
+template <class T, class Op>
+void expect_identity(Op op, const std::vector<T>& values) {
+  const T e = tally::identity_of<T>(op);
+  for (const T& x : values) {
+    EXPECT_EQ(bits_of(static_cast<T>(op(e, x))), bits_of(x)) << "op(e, x), x = " << +x;
+    EXPECT_EQ(bits_of(static_cast<T>(op(x, e))), bits_of(x)) << "op(x, e), x = " << +x;
+  }
+}
+
+template <class T>
+void expect_every_identity(std::mt19937_64& rng) {
+  const auto v = random_values<T>(64, rng);
+  expect_identity(tally::plus<T>{}, v);
+  expect_identity(tally::multiplies<T>{}, v);
+  expect_identity(tally::minimum<T>{}, v);
+  expect_identity(tally::maximum<T>{}, v);
+  if constexpr (std::is_integral_v<T>) {
+    expect_identity(tally::bit_and<T>{}, v);
+    expect_identity(tally::bit_or<T>{}, v);
+    expect_identity(tally::bit_xor<T>{}, v);
+    std::vector<T> truth(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) truth[i] = T(v[i] & 1);  // 0 and 1: logical values
+    expect_identity(tally::logical_and<T>{}, truth);
+    expect_identity(tally::logical_or<T>{}, truth);
+  }
+}
+
+TEST(identities, every_operator_leaves_the_other_operand_unchanged) {
+  seeded s(320);
+  SCOPED_TRACE(s.trace());
+  expect_every_identity<std::int8_t>(s.rng);
+  expect_every_identity<std::uint16_t>(s.rng);
+  expect_every_identity<int>(s.rng);
+  expect_every_identity<unsigned long long>(s.rng);
+  expect_every_identity<float>(s.rng);
+  expect_every_identity<double>(s.rng);
+}
+
+TEST(identities, tuple_likes_take_each_fields_identity) {
+  const auto lo = tally::identity_of<float3>(tally::minimum<float3>{});
+  EXPECT_EQ(lo.x, INFINITY);
+  EXPECT_EQ(lo.z, INFINITY);
+  const auto hi = tally::identity_of<cuda::std::tuple<int, double>>(tally::maximum<>{});
+  EXPECT_EQ(cuda::std::get<0>(hi), INT_MIN);
+  EXPECT_EQ(cuda::std::get<1>(hi), -INFINITY);
+  const auto ones = tally::identity_of<uchar4>(tally::bit_and<uchar4>{});
+  EXPECT_EQ(ones.x, 0xFF);
+  EXPECT_EQ(ones.w, 0xFF);
+  const float3 p = make_float3(1.5f, -2.0f, 0.25f);
+  const float3 same = tally::plus<float3>{}(p, tally::identity_of<float3>(tally::plus<float3>{}));
+  EXPECT_EQ(same.x, p.x);
+  EXPECT_EQ(same.y, p.y);
+  EXPECT_EQ(same.z, p.z);
 }
 
 // ---- the ordered plan's geometry ----

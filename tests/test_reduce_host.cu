@@ -12,7 +12,20 @@
 #include <numeric>
 #include <type_traits>
 
+// Order-sensitive, non-associative on purpose: any difference in the order of operations
+// between the host backend and the plan changes the result. Marked commutative (a lie the
+// test needs) so that it takes the commutative plan the oracle states. Outside the anonymous
+// namespace: nvcc warns about static members there that only the library's traits read.
+namespace reduce_host_test {
+struct order_witness {
+  static constexpr bool commutative = true;
+  __host__ __device__ unsigned operator()(unsigned a, unsigned b) const { return a * 31u + b; }
+};
+}  // namespace reduce_host_test
+
 namespace {
+
+using reduce_host_test::order_witness;
 
 using tally_test::bits_of;
 using tally_test::random_values;
@@ -123,13 +136,6 @@ TEST(host_reduce_semantics, reversed_range_throws_invalid_argument) {
 
 namespace {
 
-// Order-sensitive, non-associative on purpose: any difference in the order of operations
-// between the host backend and the plan changes the result. Marked commutative (a lie the
-// test needs) so that it takes the commutative plan the oracle states.
-struct order_witness {
-  static constexpr bool commutative = true;
-  __host__ __device__ unsigned operator()(unsigned a, unsigned b) const { return a * 31u + b; }
-};
 
 TEST(host_backend_follows_the_plan, same_bits_as_the_plan_oracle) {
   seeded s(16);

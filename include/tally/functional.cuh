@@ -9,7 +9,10 @@
 #include "tally/detail/tuple_like.cuh"
 #include "tally/operator_traits.cuh"
 
+#include <cuda/std/limits>
+
 #include <type_traits>
+#include <utility>
 
 namespace tally {
 namespace detail {
@@ -59,17 +62,61 @@ __host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> d
   }
 }
 
+// Which value an operator leaves its other operand unchanged with (tally::identity_of).
+enum class identity_kind { zero, one, highest, lowest, all_ones };
+
+template <identity_kind K, class T>
+__host__ __device__ constexpr T identity_value();
+
+template <identity_kind K, class T, std::size_t... I>
+__host__ __device__ constexpr T identity_fields(std::index_sequence<I...>) {
+  T out{};
+  ((field<I>(out) = identity_value<K, field_t<I, T>>()), ...);
+  return out;
+}
+
+template <identity_kind K, class T>
+__host__ __device__ constexpr T identity_value() {
+  if constexpr (is_tuple_like_v<T>) {
+    return identity_fields<K, T>(std::make_index_sequence<field_count_v<T>>{});
+  } else {
+    static_assert(std::is_arithmetic_v<T>, "tally::identity_of: no identity is known for this type");
+    using limits = cuda::std::numeric_limits<T>;
+    if constexpr (K == identity_kind::zero) {
+      return T(0);
+    } else if constexpr (K == identity_kind::one) {
+      return T(1);
+    } else if constexpr (K == identity_kind::highest) {
+      if constexpr (limits::has_infinity) {
+        return limits::infinity();
+      } else {
+        return limits::max();
+      }
+    } else if constexpr (K == identity_kind::lowest) {
+      if constexpr (limits::has_infinity) {
+        return -limits::infinity();
+      } else {
+        return limits::lowest();
+      }
+    } else {
+      static_assert(std::is_integral_v<T>, "tally::identity_of: bit_and has an identity only for integers");
+      return static_cast<T>(~T(0));
+    }
+  }
+}
+
 }  // namespace detail
 
 // Defines name<T> and the transparent name<void> from a binary expression on (a, b); both
 // recurse field by field into tuple-like arguments. Every operator here is commutative, so
 // reductions by it take the fastest plan (operator_traits.cuh).
-#define TALLY_DEFINE_BINARY_OP(name, expression)                                                   \
+#define TALLY_DEFINE_BINARY_OP(name, expression, kind)                                                 \
   template <class T = void>                                                                       \
   struct name;                                                                                    \
   template <>                                                                                     \
   struct name<void> {                                                                             \
     static constexpr bool commutative = true;                                                     \
+    static constexpr detail::identity_kind identity_kind = detail::identity_kind::kind;           \
     template <class A, class B, std::enable_if_t<!detail::is_tuple_like_v<A>, int> = 0>           \
     __host__ __device__ constexpr auto operator()(const A& a, const B& b) const -> decltype(expression) { \
       return expression;                                                                          \
@@ -82,6 +129,7 @@ __host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> d
   template <class T>                                                                              \
   struct name {                                                                                   \
     static constexpr bool commutative = true;                                                     \
+    static constexpr detail::identity_kind identity_kind = detail::identity_kind::kind;           \
     __host__ __device__ constexpr T operator()(const T& a, const T& b) const {                    \
       if constexpr (detail::is_tuple_like_v<T>) {                                                 \
         return detail::every_field(a, b, name<void>{});                                           \
@@ -91,17 +139,27 @@ __host__ __device__ constexpr auto multiply_rounded(const A& a, const B& b) -> d
     }                                                                                             \
   };
 
-TALLY_DEFINE_BINARY_OP(plus, detail::add_rounded(a, b))
-TALLY_DEFINE_BINARY_OP(minimum, b < a ? b : a)
-TALLY_DEFINE_BINARY_OP(maximum, a < b ? b : a)
-TALLY_DEFINE_BINARY_OP(multiplies, detail::multiply_rounded(a, b))
+TALLY_DEFINE_BINARY_OP(plus, detail::add_rounded(a, b), zero)
+TALLY_DEFINE_BINARY_OP(minimum, b < a ? b : a, highest)
+TALLY_DEFINE_BINARY_OP(maximum, a < b ? b : a, lowest)
+TALLY_DEFINE_BINARY_OP(multiplies, detail::multiply_rounded(a, b), one)
 // Bitwise operators, for integer reductions (and the atomic strategies' exact integer ops).
-TALLY_DEFINE_BINARY_OP(bit_and, a & b)
-TALLY_DEFINE_BINARY_OP(bit_or, a | b)
-TALLY_DEFINE_BINARY_OP(bit_xor, a ^ b)
+TALLY_DEFINE_BINARY_OP(bit_and, a & b, all_ones)
+TALLY_DEFINE_BINARY_OP(bit_or, a | b, zero)
+TALLY_DEFINE_BINARY_OP(bit_xor, a ^ b, zero)
 // Logical operators: the result is a bool (or, fieldwise, the field's type).
-TALLY_DEFINE_BINARY_OP(logical_and, a && b)
-TALLY_DEFINE_BINARY_OP(logical_or, a || b)
+TALLY_DEFINE_BINARY_OP(logical_and, a && b, one)
+TALLY_DEFINE_BINARY_OP(logical_or, a || b, zero)
 #undef TALLY_DEFINE_BINARY_OP
+
+// The identity of one of the operators above on T: the value e with op(e, x) == x for every
+// x. 0 for plus, bit_or, bit_xor and logical_or; 1 for multiplies and logical_and (true); the
+// largest T (+infinity for floating point) for minimum, the lowest (-infinity) for maximum;
+// all bits set for bit_and. Field by field for tuple-like T. Usable in constant expressions
+// and on the device.
+template <class T, class Op>
+__host__ __device__ constexpr T identity_of(const Op& = Op{}) {
+  return detail::identity_value<Op::identity_kind, T>();
+}
 
 }  // namespace tally
