@@ -12,10 +12,11 @@ ceiling of the bytes it reads) and a summary against the family issue's targets.
 microseconds. Standard library only.
 """
 
-import argparse
 import datetime
 import json
 import sys
+
+from bench_report_common import TO_US, log2_label, report_main
 
 ROUNDTRIP_ALGORITHMS = (
     "transform_reduce", "inner_product", "count_if", "count", "min_element", "max_element",
@@ -30,7 +31,6 @@ DEVICE_ALGORITHMS = {
     "minmax_element": "read_ceiling_1",
     "any_of": "read_ceiling_1",
 }
-TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 # The family issue's targets: tally must reach at least each bound.
 TARGET_ROUNDTRIP_SMALL = 2.0  # vs Thrust, N <= 2^22
@@ -58,10 +58,6 @@ def load_medians(path):
         medians.setdefault(key, {})[int(parts[3])] = float(b["real_time"]) * TO_US[b.get("time_unit", "ns")]
     return doc.get("context", {}), medians, sorted(set(errors))
 
-
-def log2_label(n):
-    exp = n.bit_length() - 1
-    return f"2^{exp}" if n == 1 << exp else str(n)
 
 
 def fmt(value, spec, suffix=""):
@@ -173,22 +169,7 @@ def build_report(context, medians, errors, commit):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", help="Google Benchmark JSON from bench_family")
-    parser.add_argument("--commit", default="unknown", help="commit the results were measured at")
-    parser.add_argument("--markdown-out", metavar="FILE", help="also write the report to FILE")
-    args = parser.parse_args(argv)
-
-    context, medians, errors = load_medians(args.results)
-    if not medians:
-        print(f"error: no median aggregates of bench_family's benchmarks in {args.results}", file=sys.stderr)
-        return 1
-    report = build_report(context, medians, errors, args.commit)
-    sys.stdout.write(report)
-    if args.markdown_out:
-        with open(args.markdown_out, "w", encoding="utf-8") as f:
-            f.write(report)
-    return 0 if not errors else 2
+    return report_main(__doc__, "bench_family", build_report, argv, load=load_medians)
 
 
 if __name__ == "__main__":

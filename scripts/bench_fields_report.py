@@ -13,42 +13,17 @@ microbenchmark and the multi-field issue's targets as met or not met. Times in
 microseconds. Standard library only.
 """
 
-import argparse
 import datetime
-import json
 import sys
 
-TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+from bench_report_common import load_medians, log2_label, report_main
+
 
 # The multi-field issue's targets.
 TARGET_VS_THREE_REDUCES = 3.0   # xyz sums, round trip, N <= 2^22
 TARGET_VS_THRUST_ZIP = 1.1      # xyz sums, round trip, N = 2^24 and 2^26
 TARGET_SUM_CEILING_PCT = 95.0   # xyz sums, device, N >= 2^24
 TARGET_BOX_CEILING_PCT = 90.0   # bounding box, device, N >= 2^24
-
-
-def load_medians(path):
-    """Returns (context, {(kind, what, library): {N: microseconds}}, [errors])."""
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    medians, errors = {}, []
-    for b in doc.get("benchmarks", []):
-        run_name = b.get("run_name", b.get("name", ""))
-        parts = run_name.split("/")
-        if len(parts) < 4 or not parts[3].isdigit():
-            continue
-        if b.get("error_occurred"):
-            errors.append(f"{run_name}: {b.get('error_message', 'error')}")
-            continue
-        if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median":
-            continue
-        medians.setdefault(tuple(parts[:3]), {})[int(parts[3])] = float(b["real_time"]) * TO_US[b.get("time_unit", "ns")]
-    return doc.get("context", {}), medians, sorted(set(errors))
-
-
-def log2_label(n):
-    exp = n.bit_length() - 1
-    return f"2^{exp}" if n == 1 << exp else str(n)
 
 
 def series(medians, kind, what, library):
@@ -159,22 +134,7 @@ def build_report(context, medians, errors, commit):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", help="Google Benchmark JSON from bench_fields")
-    parser.add_argument("--commit", default="unknown", help="commit the results were measured at")
-    parser.add_argument("--markdown-out", metavar="FILE", help="also write the report to FILE")
-    args = parser.parse_args(argv)
-
-    context, medians, errors = load_medians(args.results)
-    if not medians:
-        print(f"error: no median aggregates of bench_fields' benchmarks in {args.results}", file=sys.stderr)
-        return 1
-    report = build_report(context, medians, errors, args.commit)
-    sys.stdout.write(report)
-    if args.markdown_out:
-        with open(args.markdown_out, "w", encoding="utf-8") as f:
-            f.write(report)
-    return 0 if not errors else 2
+    return report_main(__doc__, "bench_fields", build_report, argv)
 
 
 if __name__ == "__main__":

@@ -12,38 +12,13 @@ tally's % of the ceiling and tally/CUB; then, per type, the smallest % of the ce
 N >= 2^24 and the smallest tally/CUB over all N. Standard library only.
 """
 
-import argparse
 import datetime
-import json
 import sys
+
+from bench_report_common import load_medians, log2_label, report_main
 
 # Value type: (bytes per value, init's type).
 TYPES = {"int8": (1, "int"), "half": (2, "float"), "bf16": (2, "float"), "double": (8, "double")}
-TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-
-
-def load_medians(path):
-    """Returns (context, {(kind, type, library): {N: microseconds}}, [errors])."""
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    medians, errors = {}, []
-    for b in doc.get("benchmarks", []):
-        run_name = b.get("run_name", b.get("name", ""))
-        parts = run_name.split("/")
-        if len(parts) < 4 or not parts[3].isdigit():
-            continue
-        if b.get("error_occurred"):
-            errors.append(f"{run_name}: {b.get('error_message', 'error')}")
-            continue
-        if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median":
-            continue
-        medians.setdefault(tuple(parts[:3]), {})[int(parts[3])] = float(b["real_time"]) * TO_US[b.get("time_unit", "ns")]
-    return doc.get("context", {}), medians, sorted(set(errors))
-
-
-def log2_label(n):
-    exp = n.bit_length() - 1
-    return f"2^{exp}" if n == 1 << exp else str(n)
 
 
 def fmt(value, spec, suffix=""):
@@ -120,22 +95,7 @@ def build_report(context, medians, errors, commit):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", help="Google Benchmark JSON from bench_types")
-    parser.add_argument("--commit", default="unknown", help="commit the results were measured at")
-    parser.add_argument("--markdown-out", metavar="FILE", help="also write the report to FILE")
-    args = parser.parse_args(argv)
-
-    context, medians, errors = load_medians(args.results)
-    if not medians:
-        print(f"error: no median aggregates of bench_types' benchmarks in {args.results}", file=sys.stderr)
-        return 1
-    report = build_report(context, medians, errors, args.commit)
-    sys.stdout.write(report)
-    if args.markdown_out:
-        with open(args.markdown_out, "w", encoding="utf-8") as f:
-            f.write(report)
-    return 0 if not errors else 2
+    return report_main(__doc__, "bench_types", build_report, argv)
 
 
 if __name__ == "__main__":
