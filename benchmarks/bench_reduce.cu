@@ -23,6 +23,10 @@
 //     thrust_reduce           thrust::reduce(thrust::cuda::par.on(stream), ...)
 //     tally_reduce_copy       float only: tally::reduce_into to a device float, cudaMemcpyAsync
 //                             to a pinned host float, cudaStreamSynchronize (slot vs copy)
+//     launch_floor_flag       float only: the least a round trip can take here, whatever N:
+//                             one launch of a kernel that reads nothing and hands a value to
+//                             the host through mapped pinned memory, the host spinning on a flag
+//     launch_floor_sync       the same kernel, then cudaStreamSynchronize and a host read
 //
 // Counters: GBps (N * sizeof(T) bytes / time, 1e9 bytes per second) and N. Each benchmark
 // runs 5 repetitions of about 0.05 s of wall time each (register_family) and reports
@@ -92,6 +96,8 @@ struct context {
   cudaStream_t stream = nullptr;
   void* out = nullptr;           // device result of the asynchronous calls (any type)
   float* pinned_out = nullptr;   // pinned host float for roundtrip/float/tally_reduce_copy
+  float* handed_value = nullptr;       // mapped pinned memory: the launch floors' value
+  unsigned int* handed_flag = nullptr;  // and flag, in the same allocation
   std::unique_ptr<bench::read_ceiling> ceiling;
 };
 context* ctx = nullptr;
@@ -339,6 +345,41 @@ void roundtrip_tally_reduce_copy(benchmark::State& state) {
   });
 }
 
+// The launch floors' kernel: no input, one value to the host, then the flag (after a fence,
+// so that the host that sees the flag sees the value).
+__global__ void hand_over(float value, float* out, unsigned int* flag) {
+  *reinterpret_cast<volatile float*>(out) = value;
+  __threadfence_system();
+  *reinterpret_cast<volatile unsigned int*>(flag) = 1;
+}
+
+void roundtrip_launch_floor(benchmark::State& state, bool spin_on_flag) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  volatile unsigned int* flag = ctx->handed_flag;
+  float value = 1.0f;
+  time_roundtrip<float>(state, n, [&] {
+    *flag = 0;
+    value += 1.0f;
+    hand_over<<<1, 1, 0, ctx->stream>>>(value, ctx->handed_value, ctx->handed_flag);
+    BENCH_CUDA_CHECK(cudaGetLastError());
+    if (spin_on_flag) {
+      for (long spins = 1; *flag == 0; ++spins) {
+        if (spins % (1 << 20) == 0) {  // a failed launch never raises the flag
+          const cudaError_t status = cudaStreamQuery(ctx->stream);
+          if (status != cudaErrorNotReady) BENCH_CUDA_CHECK(status);
+        }
+      }
+    } else {
+      BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    }
+    const float handed = *reinterpret_cast<volatile float*>(ctx->handed_value);
+    if (handed != value) {
+      state.SkipWithError("the launch floor's kernel handed over a wrong value");
+    }
+    return handed;
+  });
+}
+
 template <class T>
 void roundtrip_thrust_reduce(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
@@ -394,8 +435,13 @@ void register_type() {
 
   register_family(roundtrip + "tally_reduce", clock_kind::roundtrip, roundtrip_tally_reduce<T>);
   register_family(roundtrip + "thrust_reduce", clock_kind::roundtrip, roundtrip_thrust_reduce<T>);
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     register_family(roundtrip + "tally_reduce_copy", clock_kind::roundtrip, roundtrip_tally_reduce_copy);
+    register_family(roundtrip + "launch_floor_flag", clock_kind::roundtrip,
+                    [](benchmark::State& state) { roundtrip_launch_floor(state, true); });
+    register_family(roundtrip + "launch_floor_sync", clock_kind::roundtrip,
+                    [](benchmark::State& state) { roundtrip_launch_floor(state, false); });
+  }
 }
 
 }  // namespace
@@ -409,6 +455,10 @@ int main(int argc, char** argv) {
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   BENCH_CUDA_CHECK(cudaMalloc(&c.out, 256));
   BENCH_CUDA_CHECK(cudaMallocHost(&c.pinned_out, sizeof(float)));
+  void* handed = nullptr;
+  BENCH_CUDA_CHECK(cudaHostAlloc(&handed, 256, cudaHostAllocMapped));
+  c.handed_value = static_cast<float*>(handed);
+  c.handed_flag = reinterpret_cast<unsigned int*>(static_cast<char*>(handed) + 128);
   c.ceiling = std::make_unique<bench::read_ceiling>();
   ctx = &c;
 
@@ -424,6 +474,7 @@ int main(int argc, char** argv) {
   inputs<double>().clear();
   c.ceiling.reset();
   BENCH_CUDA_CHECK(cudaFreeHost(c.pinned_out));
+  BENCH_CUDA_CHECK(cudaFreeHost(c.handed_value));
   BENCH_CUDA_CHECK(cudaFree(c.out));
   BENCH_CUDA_CHECK(cudaStreamDestroy(c.stream));
   ctx = nullptr;

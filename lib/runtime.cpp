@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -127,6 +128,24 @@ unsigned long long stream_id(cudaStream_t stream) {
   unsigned long long id = 0;
   TALLY_CUDA_CHECK(cudaStreamGetId(stream, &id));
   return id;
+}
+
+// A kernel launched on a stream of another device fails with "invalid resource handle",
+// which names neither the stream nor the device; this says what is wrong, before anything
+// is allocated. The special handles (legacy, per-thread) always name a current-device stream.
+// cudaStreamGetDevice came with CUDA 12.8; older toolkits leave the check to the launch.
+void check_stream_device(cudaStream_t stream, int device) {
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+#if CUDART_VERSION >= 12080
+  int owner = device;
+  TALLY_CUDA_CHECK(cudaStreamGetDevice(stream, &owner));
+  if (owner != device) {
+    throw std::invalid_argument("tally: the policy's stream belongs to device " + std::to_string(owner) +
+                                " but the current device is " + std::to_string(device) +
+                                "; call cudaSetDevice(" + std::to_string(owner) +
+                                ") first, or use a stream of the current device");
+  }
+#endif
 }
 
 // Makes a zeroed scratch block; the caller owns it. Throws tally::bad_alloc when memory is
@@ -251,6 +270,9 @@ stream_scratch scratch_for(int device, cudaStream_t stream) {
   thread_local stream_scratch last_scratch;
   const unsigned long long id = stream_id(stream);
   if (id != 0 && last_device == device && last_id == id && last_scratch.control) return last_scratch;
+  // Not this thread's last stream: check it is the current device's (skipped while capturing,
+  // where a query could invalidate the capture; the launch then reports it).
+  if (id != 0) check_stream_device(stream, device);
   const stream_scratch found_scratch = find_or_make_scratch(device, stream, id);
   if (id != 0) {
     last_device = device;

@@ -37,6 +37,8 @@ VARIANTS = {
         "tally_reduce": "tally_rt",
         "thrust_reduce": "thrust_rt",
         "tally_reduce_copy": "tally_rt_copy",
+        "launch_floor_flag": "floor_flag",
+        "launch_floor_sync": "floor_sync",
     },
 }
 KEYS = sorted({key for names in VARIANTS.values() for key in names.values()})
@@ -157,6 +159,9 @@ def type_table(typ, m, nondeterministic):
     with_ordered = has_data(m["ordered"])
     if with_ordered:
         header += ["ordered µs", "ordered % of tally's bandwidth"]
+    with_floor = has_data(m["floor_flag"])
+    if with_floor:
+        header += ["launch floor µs (flag)", "launch floor µs (sync)", "thrust / launch floor"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     sizes = sorted(set().union(*(series.keys() for series in m.values())))
     for n in sizes:
@@ -181,6 +186,9 @@ def type_table(typ, m, nondeterministic):
         if with_ordered:
             share = ratio(t, m["ordered"].get(n))
             row += [fmt(m["ordered"].get(n), ".2f"), fmt(None if share is None else 100 * share, ".1f", "%")]
+        if with_floor:
+            floor = m["floor_flag"].get(n)
+            row += [fmt(floor, ".2f"), fmt(m["floor_sync"].get(n), ".2f"), fmt(ratio(thrt, floor), ".2f", "×")]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -249,6 +257,17 @@ def targets(typ, m, nondeterministic):
         lines.append(target_line("order-preserving path, % of the commutative path's bandwidth, min over N ≥ 2^24",
                                  extreme(over(ordered_share, lo=1 << 24), min), ".1f", "%",
                                  TARGET_ORDERED_SHARE_PCT))
+    if has_data(m["floor_flag"]):
+        # No round trip can beat one launch that hands a value over: thrust's time over that
+        # floor is the most any GPU reduction could gain over thrust at that N.
+        lines.append(target_line("launch floor: thrust round trip / launch floor, min over N ≤ 2^22 (the best "
+                                 "ratio any reduction could reach there)",
+                                 extreme(over(lambda n: ratio(m["thrust_rt"].get(n), m["floor_flag"].get(n)),
+                                              hi=1 << 22), min), ".2f", "×"))
+        lines.append(target_line("tally round trip − launch floor, max over N ≤ 2^20 (µs)",
+                                 extreme(over(lambda n: None if m["tally_rt"].get(n) is None or
+                                              m["floor_flag"].get(n) is None else
+                                              m["tally_rt"][n] - m["floor_flag"][n], hi=1 << 20), max), ".2f", " µs"))
     slot_vs_copy = over(lambda n: ratio(m["tally_rt_copy"].get(n), m["tally_rt"].get(n)))
     lo, hi = extreme(slot_vs_copy, min), extreme(slot_vs_copy, max)
     if lo is not None:

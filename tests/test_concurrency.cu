@@ -1,5 +1,5 @@
-// The scratch pool under concurrency: many host threads, each on its own stream, calling
-// every algorithm with checked results; the pool holds one entry per stream used and does
+// The scratch pool under concurrency: many host threads, each on its own stream (spread over
+// the devices where there are several), calling every algorithm with checked results; the pool holds one entry per stream used and does
 // not grow when the same streams run again; a stream destroyed with its work in flight,
 // then a new stream (which usually gets the same handle), reduces correctly.
 #include "support/test_support.cuh"
@@ -91,12 +91,19 @@ std::string run_every_algorithm(cudaStream_t stream, std::size_t n, std::mt19937
 
 class pool : public tally_test::device_test {};
 
+// Threads take the devices in turn where there are several: thread t works on device
+// t % devices, with a stream of that device.
 TEST_F(pool, concurrent_calls_of_every_algorithm_keep_one_scratch_entry_per_stream) {
   const int threads = 8;
   const int rounds = tally_test::under_sanitizer() ? 2 : 20;
   const std::size_t max_n = tally_test::under_sanitizer() ? 1u << 13 : 1u << 20;
+  const int devices = tally_test::device_count();
   std::vector<cudaStream_t> streams(threads);
-  for (auto& s : streams) TEST_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int t = 0; t < threads; ++t) {
+    TEST_CUDA(cudaSetDevice(t % devices));
+    TEST_CUDA(cudaStreamCreateWithFlags(&streams[t], cudaStreamNonBlocking));
+  }
+  TEST_CUDA(cudaSetDevice(0));
   const std::size_t entries_before = tally::detail::scratch_entries();
 
   // Runs every thread's rounds; returns the failures, each with the seed that replays it.
@@ -107,6 +114,7 @@ TEST_F(pool, concurrent_calls_of_every_algorithm_keep_one_scratch_entry_per_stre
       workers.emplace_back([&, t] {
         seeded s(salt + t);
         try {
+          if (cudaSetDevice(t % devices) != cudaSuccess) throw std::runtime_error("cudaSetDevice failed");
           int* data = nullptr;
           if (cudaMalloc(&data, max_n * sizeof(int)) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
           device_value<long long> out;
@@ -137,7 +145,12 @@ TEST_F(pool, concurrent_calls_of_every_algorithm_keep_one_scratch_entry_per_stre
   for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t << ", second run";
   EXPECT_EQ(tally::detail::scratch_entries(), entries);
   EXPECT_EQ(tally::detail::result_slots().slabs, slots.slabs);
-  for (auto& s : streams) TEST_CUDA(cudaStreamDestroy(s));
+  for (int t = 0; t < threads; ++t) {
+    TEST_CUDA(cudaSetDevice(t % devices));
+    TEST_CUDA(cudaStreamDestroy(streams[t]));
+  }
+  TEST_CUDA(cudaSetDevice(0));
+  RecordProperty("devices", devices);
 }
 
 // cudaStreamPerThread is one handle for a different stream on every host thread; the pool

@@ -3,7 +3,9 @@
 // tally::bad_alloc (a std::bad_alloc), leaves the pools as they were, and the next call works.
 #include "support/test_support.cuh"
 #include "tally/reduce.cuh"
+#include "tally/transform_reduce.cuh"
 
+#include <thrust/device_ptr.h>
 #include <thrust/device_vector.h>
 
 #include <memory>
@@ -85,6 +87,38 @@ TEST(errors, allocation_failure_hook_counts_what_is_pending) {
 TEST(errors, reversed_range_throws_before_touching_the_device) {
   std::vector<int> v(4, 1);
   EXPECT_THROW(tally::reduce(tally::device, v.data() + 4, v.data(), 0), std::invalid_argument);
+}
+
+// The sanitized host build (scripts/test) defines TALLY_TEST_HOST_ONLY and compiles no kernel tests.
+#if !defined(TALLY_TEST_HOST_ONLY)
+// Without a policy the ranges choose the side; a host range and a device range leave none
+// that can read both. Refused before either range is read (the device range here is null and
+// no GPU is needed), naming both systems; ranges of one system then work.
+TEST(errors, two_ranges_of_different_systems_without_a_policy) {
+  seeded s(4);
+  SCOPED_TRACE(s.trace());
+  auto v = random_values<int>(3001, s.rng);
+  for (auto& x : v) x %= 40000;  // the products are formed in int, as std::inner_product's are
+  const thrust::device_ptr<const int> device_range{nullptr};
+  try {
+    tally::inner_product(v.begin(), v.end(), device_range, 0LL);
+    FAIL() << "a host range and a device range must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(contains(e.what(), "tally::inner_product")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "the first range is of the host system and the second of the device system"))
+        << e.what();
+  }
+  try {
+    tally::transform_reduce(device_range, device_range + 3001, v.begin(), 0LL);
+    FAIL() << "a device range and a host range must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(contains(e.what(), "tally::transform_reduce")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "the first range is of the device system and the second of the host system"))
+        << e.what();
+  }
+  long long expected = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) expected += static_cast<long long>(v[i]) * v[v.size() - 1 - i];
+  EXPECT_EQ(tally::inner_product(v.begin(), v.end(), v.rbegin(), 0LL), expected);
 }
 
 class device_errors : public tally_test::device_test {
@@ -233,5 +267,79 @@ TEST_F(device_errors, result_slot_allocation_failure_throws_bad_alloc_and_the_ne
   EXPECT_EQ(released.free, released.slots);
   expect_context_usable();
 }
+
+// Under a device policy each range is checked on its own, and the message says which.
+TEST_F(device_errors, a_pageable_second_range_under_a_device_policy) {
+  int pageable = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0), cudaSuccess);
+  seeded s(6);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(4099, s.rng);
+  thrust::device_vector<int> d(v.begin(), v.end());
+  long long expected = 0;
+  for (int x : v) expected += static_cast<long long>(x) * x;
+  if (pageable) {
+    EXPECT_EQ(tally::inner_product(tally::device, d.begin(), d.end(), v.data(), 0LL), expected);
+  } else {
+    try {
+      tally::inner_product(tally::device, d.begin(), d.end(), v.data(), 0LL);
+      FAIL() << "a pageable second range must be refused";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), "the second range points to pageable host memory")) << e.what();
+    }
+  }
+  EXPECT_EQ(tally::inner_product(tally::device, d.begin(), d.end(), d.begin(), 0LL), expected);
+  expect_context_usable();
+}
+
+// A stream belongs to the device that was current when it was made; a kernel launched on it
+// from another device fails with "invalid resource handle". tally says which devices instead,
+// before anything is allocated, and both devices work afterwards.
+class two_devices : public tally_test::two_device_test {};
+
+TEST_F(two_devices, a_stream_of_another_device_is_refused_and_both_devices_still_work) {
+  seeded s(7);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(100003, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 0);
+  TEST_CUDA(cudaSetDevice(1));
+  cudaStream_t stream_of_1 = nullptr;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream_of_1, cudaStreamNonBlocking));
+  TEST_CUDA(cudaSetDevice(0));
+  {
+    thrust::device_vector<int> on_0(v.begin(), v.end());
+    const std::size_t entries = tally::detail::scratch_entries();
+    try {
+      tally::reduce(tally::device.on(stream_of_1), on_0.begin(), on_0.end(), 0);
+      FAIL() << "a stream of device 1 must be refused while device 0 is current";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), "belongs to device 1 but the current device is 0")) << e.what();
+    }
+    device_value<int> out;
+    EXPECT_THROW(tally::reduce_into(tally::device.on(stream_of_1), on_0.begin(), on_0.end(), out.get(), 0,
+                                    tally::plus<int>{}),
+                 std::invalid_argument);
+    EXPECT_EQ(tally::detail::scratch_entries(), entries) << "a refused call allocated scratch";
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    EXPECT_EQ(tally::reduce(tally::device, on_0.begin(), on_0.end(), 0), expected);
+  }
+  // On its own device the stream works, and device 0 still does afterwards.
+  TEST_CUDA(cudaSetDevice(1));
+  {
+    thrust::device_vector<int> on_1(v.begin(), v.end());
+    EXPECT_EQ(tally::reduce(tally::device.on(stream_of_1), on_1.begin(), on_1.end(), 0), expected);
+    device_value<int> out;
+    tally::reduce_into(tally::device.on(stream_of_1), on_1.begin(), on_1.end(), out.get(), 5, tally::plus<int>{});
+    TEST_CUDA(cudaStreamSynchronize(stream_of_1));
+    EXPECT_EQ(out.read(), reference_sum<int>(v, 0, v.size(), 5));
+  }
+  TEST_CUDA(cudaStreamDestroy(stream_of_1));
+  TEST_CUDA(cudaSetDevice(0));
+  thrust::device_vector<int> again(v.begin(), v.end());
+  EXPECT_EQ(tally::reduce(tally::device, again.begin(), again.end(), 0), expected);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+#endif  // !TALLY_TEST_HOST_ONLY
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <functional>
@@ -58,6 +59,12 @@ TEST(transform_reduce_host, every_form_against_std_references) {
     EXPECT_EQ(tally::transform_reduce(a.begin(), a.end(), square{}, 0LL, std::plus<long long>{}),
               exact_sum_of_squares(a));
     EXPECT_EQ(tally::transform_reduce(tally::host, a.begin(), a.end(), b.begin(), 0LL), exact_dot(a, b));
+    // The standard library's two-range forms without a policy.
+    EXPECT_EQ(tally::transform_reduce(a.begin(), a.end(), b.begin(), 2LL), 2 + exact_dot(a, b));
+    EXPECT_EQ(tally::transform_reduce(a.begin(), a.end(), b.begin(), 0LL, tally::maximum<long long>{},
+                                      absolute_difference{}),
+              std::transform_reduce(a.begin(), a.end(), b.begin(), 0LL,
+                                    [](long long x, long long y) { return std::max(x, y); }, absolute_difference{}));
     EXPECT_EQ(tally::inner_product(a.begin(), a.end(), b.begin(), 7LL), 7 + exact_dot(a, b));
     EXPECT_EQ(tally::inner_product(thrust::host, a.begin(), a.end(), b.begin(), 0LL, tally::maximum<long long>{},
                                    absolute_difference{}),
@@ -92,7 +99,13 @@ TEST(transform_reduce_host, float_sum_of_squares_matches_the_plan_bits_of_reduce
             bits_of(tally::reduce(squares.begin(), squares.end(), 0.0f)));
 }
 
+// The sanitized host build (scripts/test) defines TALLY_TEST_HOST_ONLY and compiles no kernel tests.
+#if !defined(TALLY_TEST_HOST_ONLY)
 class transform_reduce_device : public tally_test::device_test {};
+
+struct weighted_term {
+  __host__ __device__ long long operator()(int i, int x) const { return 1LL * i * x; }
+};
 
 TEST_F(transform_reduce_device, every_form_against_std_references_and_the_host) {
   for (std::size_t n : tally_test::boundary_sizes()) {
@@ -106,6 +119,17 @@ TEST_F(transform_reduce_device, every_form_against_std_references_and_the_host) 
     EXPECT_EQ(tally::transform_reduce(da.begin(), da.end(), square{}, 0LL, thrust::plus<long long>{}),
               exact_sum_of_squares(a));
     EXPECT_EQ(tally::transform_reduce(thrust::device, da.begin(), da.end(), db.begin(), 0LL), exact_dot(a, b));
+    // Without a policy: the device ranges choose the device, also next to a counting iterator.
+    EXPECT_EQ(tally::transform_reduce(da.begin(), da.end(), db.begin(), 2LL), 2 + exact_dot(a, b));
+    EXPECT_EQ(tally::transform_reduce(da.begin(), da.end(), db.begin(), 0LL, tally::maximum<long long>{},
+                                      absolute_difference{}),
+              std::transform_reduce(a.begin(), a.end(), b.begin(), 0LL,
+                                    [](long long x, long long y) { return std::max(x, y); }, absolute_difference{}));
+    long long weighted = 0;
+    for (std::size_t i = 0; i < n; ++i) weighted += 1LL * int(i) * a[i];
+    EXPECT_EQ(tally::inner_product(thrust::counting_iterator<int>(0), thrust::counting_iterator<int>(int(n)),
+                                   da.begin(), 0LL, tally::plus<long long>{}, weighted_term{}),
+              weighted);
     EXPECT_EQ(tally::inner_product(da.begin(), da.end(), db.begin(), 7LL), 7 + exact_dot(a, b));
     EXPECT_EQ(tally::inner_product(tally::device, da.begin(), da.end(), db.begin(), 0LL, tally::maximum<long long>{},
                                    absolute_difference{}),
@@ -168,5 +192,7 @@ TEST_F(transform_reduce_device, a_host_base_under_a_device_policy_is_refused) {
     EXPECT_THROW(tally::count_if(tally::device, v.data(), v.data() + v.size(), is_even{}), std::invalid_argument);
   }
 }
+
+#endif  // !TALLY_TEST_HOST_ONLY
 
 }  // namespace

@@ -11,7 +11,8 @@
 //   T inner_product(policy, first1, last1, first2, T init, op1, op2)           op1 folds, op2 pairs
 //   difference_type count(policy, first, last, value)
 //   difference_type count_if(policy, first, last, pred)
-//   each also without a policy: host or device from the first iterator's system.
+//   each also without a policy: host or device from the iterators' systems. Two ranges of
+//   different systems (a host range and a device range) throw std::invalid_argument.
 //
 // The transforming functors must be callable on the side that runs them; for device
 // iterators, make them __host__ __device__ (as thrust::transform_iterator needs).
@@ -50,13 +51,41 @@ struct equal_to_value {
 // A fancy iterator hides its base from tally::reduce's pointer checks, so the checks run
 // here on the base: a contiguous base under a device policy must be device-readable.
 template <class It>
-void check_base(const device_policy&, It first, std::uint64_t n, const char* algorithm) {
+void check_base(const device_policy&, It first, std::uint64_t n, const char* algorithm,
+                const char* what = "the input range") {
   if constexpr (is_contiguous_v<It>) {
-    if (n > 0) check_device_accessible(raw_pointer(first), properties(current_device()), algorithm, "the input range");
+    if (n > 0) check_device_accessible(raw_pointer(first), properties(current_device()), algorithm, what);
   }
 }
 template <class It>
-void check_base(const host_policy&, It, std::uint64_t, const char*) {}
+void check_base(const host_policy&, It, std::uint64_t, const char*, const char* = nullptr) {}
+
+template <class It>
+constexpr const char* system_name() {
+  return is_device_only_iterator_v<It> ? "device" : "host";
+}
+
+// The policy for two ranges without one: the system they share, the device where one is of
+// the device and the other of any system (Thrust's choice). A host range and a device range
+// have no side that can read both, so that is refused before anything runs.
+template <class It1, class It2>
+auto policy_for_ranges(const char* algorithm) {
+  constexpr bool mixed = (is_host_only_iterator_v<It1> && is_device_only_iterator_v<It2>) ||
+                         (is_device_only_iterator_v<It1> && is_host_only_iterator_v<It2>);
+  if constexpr (mixed) {
+    throw_invalid_argument(algorithm, std::string("the first range is of the ") + system_name<It1>() +
+                                          " system and the second of the " + system_name<It2>() +
+                                          " system; copy one range to the other's side, or pass a policy "
+                                          "whose side can read both");
+    return host_policy{};
+  } else if constexpr (is_device_only_iterator_v<It1> || is_device_only_iterator_v<It2>) {
+    return device_policy{};
+  } else if constexpr (is_host_only_iterator_v<It1> || is_host_only_iterator_v<It2>) {
+    return host_policy{};
+  } else {
+    return policy_for_iterator<It1>();
+  }
+}
 
 template <class Policy, class It, class UnaryOp, class T, class BinaryOp>
 T transform_reduce_impl(const Policy& policy, It first, It last, UnaryOp unary_op, T init, BinaryOp binary_op,
@@ -72,8 +101,8 @@ T transform_reduce_pairs(const Policy& policy, It1 first1, It1 last1, It2 first2
                          TransformOp transform_op, const char* algorithm) {
   const auto p = normalize_policy(policy);
   const std::uint64_t n = checked_distance(first1, last1, algorithm);
-  check_base(p, first1, n, algorithm);
-  check_base(p, first2, n, algorithm);
+  check_base(p, first1, n, algorithm, "the first range");
+  check_base(p, first2, n, algorithm, "the second range");
   const auto pairs = thrust::make_zip_iterator(thrust::make_tuple(first1, first2));
   const auto first = thrust::make_transform_iterator(pairs, apply_to_pair<TransformOp>{transform_op});
   return reduce_impl(p, first, first + static_cast<std::ptrdiff_t>(n), init, reduce_op);
@@ -107,6 +136,17 @@ T transform_reduce(const Policy& policy, It1 first1, It1 last1, It2 first2, T in
                                         "transform_reduce");
 }
 
+template <class It1, class It2, class T, class ReduceOp, class TransformOp, detail::enable_if_iterator_t<It1> = 0>
+T transform_reduce(It1 first1, It1 last1, It2 first2, T init, ReduceOp reduce_op, TransformOp transform_op) {
+  return tally::transform_reduce(detail::policy_for_ranges<It1, It2>("transform_reduce"), first1, last1, first2, init,
+                                 reduce_op, transform_op);
+}
+
+template <class It1, class It2, class T, detail::enable_if_iterator_t<It1> = 0>
+T transform_reduce(It1 first1, It1 last1, It2 first2, T init) {
+  return tally::transform_reduce(detail::policy_for_ranges<It1, It2>("transform_reduce"), first1, last1, first2, init);
+}
+
 // ---- inner_product ----
 
 template <class Policy, class It1, class It2, class T, class Op1, class Op2, detail::enable_if_policy_t<Policy> = 0>
@@ -122,12 +162,13 @@ T inner_product(const Policy& policy, It1 first1, It1 last1, It2 first2, T init)
 
 template <class It1, class It2, class T, class Op1, class Op2, detail::enable_if_iterator_t<It1> = 0>
 T inner_product(It1 first1, It1 last1, It2 first2, T init, Op1 op1, Op2 op2) {
-  return tally::inner_product(detail::policy_for_iterator<It1>(), first1, last1, first2, init, op1, op2);
+  return tally::inner_product(detail::policy_for_ranges<It1, It2>("inner_product"), first1, last1, first2, init, op1,
+                              op2);
 }
 
 template <class It1, class It2, class T, detail::enable_if_iterator_t<It1> = 0>
 T inner_product(It1 first1, It1 last1, It2 first2, T init) {
-  return tally::inner_product(detail::policy_for_iterator<It1>(), first1, last1, first2, init);
+  return tally::inner_product(detail::policy_for_ranges<It1, It2>("inner_product"), first1, last1, first2, init);
 }
 
 // ---- count, count_if ----

@@ -115,6 +115,27 @@ class device_test : public ::testing::Test {
   }
 };
 
+// CUDA devices present (0 without a GPU).
+inline int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+// Tests of two devices at once; their names start with two_devices, which scripts/gpu-check
+// leaves out (saying so) on a machine with one GPU. Each leaves device 0 current.
+class two_device_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const int count = device_count();
+    if (count < 2) GTEST_SKIP() << "device test skipped: needs two CUDA devices, found " << count;
+  }
+  void TearDown() override { cudaSetDevice(0); }
+};
+
 // A device allocation filled from a host vector, placed `offset` elements past a
 // 256-byte boundary to test misaligned starts.
 template <class T>

@@ -18,6 +18,16 @@ template <class It>
 inline constexpr bool is_device_iterator_v =
     std::is_convertible_v<typename thrust::iterator_system<It>::type, thrust::device_system_tag>;
 
+// Iterators of one system only: a std::vector's on the host, a device_vector's on the device.
+// Fancy iterators over nothing (counting, constant) belong to any system.
+template <class It>
+inline constexpr bool is_host_only_iterator_v =
+    std::is_convertible_v<typename thrust::iterator_system<It>::type, thrust::host_system_tag> && !is_device_iterator_v<It>;
+template <class It>
+inline constexpr bool is_device_only_iterator_v =
+    is_device_iterator_v<It> &&
+    !std::is_convertible_v<typename thrust::iterator_system<It>::type, thrust::host_system_tag>;
+
 template <class It>
 inline constexpr bool is_contiguous_v = thrust::is_contiguous_iterator_v<It>;
 
