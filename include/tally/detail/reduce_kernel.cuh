@@ -53,11 +53,12 @@ __device__ __forceinline__ void fold_into(Acc& acc, const V& x, Op& op) {
 // raw_chunk) and make each element's value only when it is folded (value(raw, index)):
 // for a value much wider than what was read, such as an extremum candidate (a value and
 // a 64-bit index made from a 4-byte element), the step's loads then stay in flight in a
-// fraction of the registers.
+// fraction of the registers. A raw_type of void says the loader does not.
 template <class Loader, class = void>
 struct reads_raw_chunks : std::false_type {};
 template <class Loader>
-struct reads_raw_chunks<Loader, std::void_t<typename Loader::raw_type>> : std::true_type {};
+struct reads_raw_chunks<Loader, std::void_t<typename Loader::raw_type>>
+    : std::bool_constant<!std::is_void_v<typename Loader::raw_type>> {};
 
 template <class Loader, bool Raw = reads_raw_chunks<Loader>::value>
 struct chunk_element {

@@ -99,18 +99,28 @@ template <class It>
 inline constexpr int plan_vector_width_v = plan_vector_width<It>();
 
 #if defined(__CUDACC__)
-// Reads 16 bytes of the base per chunk and transforms them: f(base[i]) as V.
+// Reads 16 bytes of the base per chunk and transforms them: f(base[i]) as V. Where V is
+// wider than the base element (a count's 8-byte 0 or 1 from a 4-byte float), full tiles
+// keep the elements as read and transform each as it is folded (raw_type, raw_chunk,
+// value): a step's loads then stay in flight in 32 registers, not 64, which keeps the
+// kernel's next-tile prefetch and two resident blocks per SM (reduce_kernel.cuh).
 template <class F, class E, class V, int VW>
 struct transform_vector_loader {
   static_assert(sizeof(E) * VW == 16, "transform_vector_loader reads 16-byte chunks");
   using value_type = V;
+  using raw_type = std::conditional_t<(sizeof(V) > sizeof(E)), E, void>;
   const E* data;
   F f;
 
-  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+  __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
     const uint4 raw = __ldg(reinterpret_cast<const uint4*>(data + first));
+    std::memcpy(out, &raw, sizeof(raw));
+  }
+  __device__ __forceinline__ E raw_element(std::uint64_t i) const { return data[i]; }
+  __device__ __forceinline__ V value(const E& e, std::uint64_t) const { return static_cast<V>(f(e)); }
+  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
     E e[VW];
-    std::memcpy(e, &raw, sizeof(raw));
+    raw_chunk(first, e);
 #pragma unroll
     for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(f(e[j]));
   }
