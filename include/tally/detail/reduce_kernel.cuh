@@ -24,6 +24,9 @@
 #ifndef TALLY_TUNE_MIN_BLOCKS
 #define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
 #endif
+#ifndef TALLY_TUNE_PREFETCH_MIN_BLOCKS
+#define TALLY_TUNE_PREFETCH_MIN_BLOCKS 2  // the same, for kernels that prefetch their next tile
+#endif
 
 namespace tally::detail {
 
@@ -123,7 +126,8 @@ inline constexpr bool prefetches_next_tile =
 
 // The resident blocks per SM the kernels' register budget must allow.
 template <int VW, class Loader>
-inline constexpr int min_resident_blocks = prefetches_next_tile<VW, Loader> ? 2 : TALLY_TUNE_MIN_BLOCKS;
+inline constexpr int min_resident_blocks =
+    prefetches_next_tile<VW, Loader> ? TALLY_TUNE_PREFETCH_MIN_BLOCKS : TALLY_TUNE_MIN_BLOCKS;
 
 // A full tile whose first step is already in `step` (fetched by the caller, so that its
 // loads can be in flight while the block finishes the previous tile): every thread has
