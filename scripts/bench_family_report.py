@@ -13,10 +13,9 @@ microseconds. Standard library only.
 """
 
 import datetime
-import json
 import sys
 
-from bench_report_common import TO_US, log2_label, report_main
+from bench_report_common import log2_label, report_main
 
 ROUNDTRIP_ALGORITHMS = (
     "transform_reduce", "inner_product", "count_if", "count", "min_element", "max_element",
@@ -37,27 +36,6 @@ TARGET_ROUNDTRIP_SMALL = 2.0  # vs Thrust, N <= 2^22
 TARGET_ROUNDTRIP_LARGE = 1.0  # vs Thrust, N > 2^22
 TARGET_CEILING_PCT = {"transform_reduce": 95.0, "inner_product": 95.0, "min_element": 90.0,
                       "minmax_element": 90.0}  # N >= 2^24
-
-
-def load_medians(path):
-    """Returns (context, {(kind, algorithm, library): {N: microseconds}}, [errors])."""
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    medians, errors = {}, []
-    for b in doc.get("benchmarks", []):
-        run_name = b.get("run_name", b.get("name", ""))
-        parts = run_name.split("/")
-        if len(parts) < 4 or not parts[3].isdigit():
-            continue
-        if b.get("error_occurred"):
-            errors.append(f"{run_name}: {b.get('error_message', 'error')}")
-            continue
-        if b.get("run_type") != "aggregate" or b.get("aggregate_name") != "median":
-            continue
-        key = tuple(parts[:3])
-        medians.setdefault(key, {})[int(parts[3])] = float(b["real_time"]) * TO_US[b.get("time_unit", "ns")]
-    return doc.get("context", {}), medians, sorted(set(errors))
-
 
 
 def fmt(value, spec, suffix=""):
@@ -169,7 +147,7 @@ def build_report(context, medians, errors, commit):
 
 
 def main(argv=None):
-    return report_main(__doc__, "bench_family", build_report, argv, load=load_medians)
+    return report_main(__doc__, "bench_family", build_report, argv)
 
 
 if __name__ == "__main__":
