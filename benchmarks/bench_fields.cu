@@ -74,7 +74,8 @@ struct context {
 };
 context* ctx = nullptr;
 
-int calls_per_timing(std::size_t n) { return n <= (std::size_t{1} << 20) ? 20 : 5; }
+using bench::calls_per_timing;
+using bench::clock_kind;
 
 struct inputs {
   std::unique_ptr<bench::rotating_input> x, y, z;
@@ -269,21 +270,9 @@ void micro_block_tuple(benchmark::State& state) {
   time_device(state, 12.0 * double(blocks) * 256 * micro_reductions, [&] { launch(Interleaved, buffer.second); });
 }
 
-enum class clock_kind { device, roundtrip };
-
 template <class F>
 void register_family(const std::string& name, clock_kind clock, F fn) {
-  for (int log2n = 10; log2n <= 28; log2n += 2) {
-    const std::size_t n = std::size_t{1} << log2n;
-    const double min_time = clock == clock_kind::device ? min_time_s / calls_per_timing(n) : min_time_s;
-    benchmark::RegisterBenchmark(name.c_str(), fn)
-        ->Arg(static_cast<std::int64_t>(n))
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond)
-        ->MinTime(min_time)
-        ->Repetitions(repetitions)
-        ->ReportAggregatesOnly(true);
-  }
+  bench::register_sizes(name, clock, repetitions, min_time_s, fn);
 }
 
 }  // namespace

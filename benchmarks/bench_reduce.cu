@@ -107,7 +107,8 @@ T* device_out() {
   return static_cast<T*>(ctx->out);
 }
 
-int calls_per_timing(std::size_t n) { return n <= (std::size_t{1} << 20) ? 20 : 5; }
+using bench::calls_per_timing;
+using bench::clock_kind;
 
 // CUB's sum of [in, in + n) with temp storage owned by the caller.
 template <class T>
@@ -391,24 +392,9 @@ void roundtrip_thrust_reduce(benchmark::State& state) {
   });
 }
 
-// One benchmark per N. Each repetition runs for about min_time_s of wall time: a device
-// benchmark's manual time is per call while one iteration makes k calls, so its MinTime is
-// min_time_s / k (k = calls_per_timing(n)); a round trip's iteration is one call.
-enum class clock_kind { device, roundtrip };
-
 template <class F>
 void register_family(const std::string& name, clock_kind clock, F fn) {
-  for (int log2n = 10; log2n <= 28; log2n += 2) {
-    const std::size_t n = std::size_t{1} << log2n;
-    const double min_time = clock == clock_kind::device ? min_time_s / calls_per_timing(n) : min_time_s;
-    benchmark::RegisterBenchmark(name.c_str(), fn)
-        ->Arg(static_cast<std::int64_t>(n))
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond)
-        ->MinTime(min_time)
-        ->Repetitions(repetitions)
-        ->ReportAggregatesOnly(true);
-  }
+  bench::register_sizes(name, clock, repetitions, min_time_s, fn);
 }
 
 // Every family of one element type. Integer + is exact, so int's atomic strategies run under

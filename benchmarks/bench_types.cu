@@ -169,7 +169,8 @@ struct context {
 };
 context* ctx = nullptr;
 
-int calls_per_timing(std::size_t n) { return n <= (std::size_t{1} << 20) ? 20 : 5; }
+using bench::calls_per_timing;
+using bench::clock_kind;
 
 // bench::basic_rotating_input for any T, with the reference sum of its values:
 // rotation_copies() device buffers holding the same values, handed out in turn by next().
@@ -320,20 +321,9 @@ void device_ceiling(benchmark::State& state) {
               [&] { ctx->ceiling->read_bytes(in.next(), n * sizeof(T), out, ctx->stream); });
 }
 
-// One benchmark per N. A device benchmark's manual time is per call while one iteration
-// makes k calls, so its MinTime is min_time_s / k.
 template <class F>
 void register_family(const std::string& name, F fn) {
-  for (int log2n = 10; log2n <= 28; log2n += 2) {
-    const std::size_t n = std::size_t{1} << log2n;
-    benchmark::RegisterBenchmark(name.c_str(), fn)
-        ->Arg(static_cast<std::int64_t>(n))
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond)
-        ->MinTime(min_time_s / calls_per_timing(n))
-        ->Repetitions(repetitions)
-        ->ReportAggregatesOnly(true);
-  }
+  bench::register_sizes(name, clock_kind::device, repetitions, min_time_s, fn);
 }
 
 template <class T>

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -35,6 +37,31 @@ inline bool start(int* argc, char** argv, const char* program, bool* bad_argumen
   BENCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   benchmark::AddCustomContext("gpu", prop.name);
   return true;
+}
+
+// Back-to-back calls per device timing: enough to spread one launch's jitter at small N.
+inline int calls_per_timing(std::size_t n) { return n <= (std::size_t{1} << 20) ? 20 : 5; }
+
+// What a benchmark's manual time is: per call on the device, or one round trip.
+enum class clock_kind { device, roundtrip };
+
+// One benchmark per N = 2^10, 2^12, ..., 2^28, each run `repetitions` times for about
+// min_time_s of wall time and reported as aggregates only. A device benchmark's manual time
+// is per call while one iteration makes calls_per_timing(n) calls, so its MinTime is
+// min_time_s divided by that; a round trip's iteration is one call.
+template <class F>
+void register_sizes(const std::string& name, clock_kind clock, int repetitions, double min_time_s, F fn) {
+  for (int log2n = 10; log2n <= 28; log2n += 2) {
+    const std::size_t n = std::size_t{1} << log2n;
+    const double min_time = clock == clock_kind::device ? min_time_s / calls_per_timing(n) : min_time_s;
+    benchmark::RegisterBenchmark(name.c_str(), fn)
+        ->Arg(static_cast<std::int64_t>(n))
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(min_time)
+        ->Repetitions(repetitions)
+        ->ReportAggregatesOnly(true);
+  }
 }
 
 // Sums that must agree to a relative 1e-5 (libraries that add in different orders).
