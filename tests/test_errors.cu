@@ -89,8 +89,6 @@ TEST(errors, reversed_range_throws_before_touching_the_device) {
   EXPECT_THROW(tally::reduce(tally::device, v.data() + 4, v.data(), 0), std::invalid_argument);
 }
 
-// The sanitized host build (scripts/test) defines TALLY_TEST_HOST_ONLY and compiles no kernel tests.
-#if !defined(TALLY_TEST_HOST_ONLY)
 // Without a policy the ranges choose the side; a host range and a device range leave none
 // that can read both. Refused before either range is read (the device range here is null and
 // no GPU is needed), naming both systems; ranges of one system then work.
@@ -121,6 +119,8 @@ TEST(errors, two_ranges_of_different_systems_without_a_policy) {
   EXPECT_EQ(tally::inner_product(v.begin(), v.end(), v.rbegin(), 0LL), expected);
 }
 
+// The sanitized host build (scripts/test) defines TALLY_TEST_HOST_ONLY and compiles no kernel tests.
+#if !defined(TALLY_TEST_HOST_ONLY)
 class device_errors : public tally_test::device_test {
  protected:
   // After an error, a correct reduction on the same context still works.
