@@ -5,6 +5,7 @@
 // Sum and the streaming-read ceiling; then the host time one enqueue costs at small N.
 //
 // Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N]
+// The value type summed is float, or TALLY_TUNE_VALUE (double or int) where defined.
 
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
@@ -19,9 +20,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
+#ifndef TALLY_TUNE_VALUE
+#define TALLY_TUNE_VALUE float
+#endif
+
 namespace {
+
+using value_t = TALLY_TUNE_VALUE;
 
 __global__ void empty_kernel() {}
 
@@ -60,22 +68,24 @@ int main(int argc, char** argv) {
   const int largest_log2n = argc > 2 ? std::atoi(argv[2]) : 28;
   cudaStream_t stream = nullptr;
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  float* out = nullptr;
-  BENCH_CUDA_CHECK(cudaMalloc(&out, sizeof(float)));
+  value_t* out = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&out, sizeof(value_t)));
+  float* ceiling_out = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&ceiling_out, sizeof(float)));
   bench::read_ceiling ceiling;
   const auto policy = tally::device.on(stream);
 
   for (int log2n : {10, 12, 16, 20, 22, 24, 25, 26, 28}) {
     if (log2n > largest_log2n) break;
     const std::size_t n = std::size_t{1} << log2n;
-    bench::rotating_input input(n, 1234 + n);
+    bench::basic_rotating_input<value_t> input(n, 1234 + n);
     // Correctness guard: tally's sum against a float64 sum of the same values.
-    std::vector<float> host(n);
-    BENCH_CUDA_CHECK(cudaMemcpy(host.data(), input.first(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<value_t> host(n);
+    BENCH_CUDA_CHECK(cudaMemcpy(host.data(), input.first(), n * sizeof(value_t), cudaMemcpyDeviceToHost));
     double want = 0;
-    for (float v : host) want += v;
-    const float got = tally::reduce(policy, input.first(), input.first() + n, 0.0f);
-    if (std::fabs(got - want) > 1e-5 * want) {
+    for (value_t v : host) want += double(v);
+    const value_t got = tally::reduce(policy, input.first(), input.first() + n, value_t{});
+    if (std::fabs(double(got) - want) > 1e-5 * std::fabs(want)) {
       std::printf("%s N=2^%d WRONG: %.9g vs %.9g\n", variant, log2n, double(got), want);
       return 1;
     }
@@ -88,17 +98,17 @@ int main(int argc, char** argv) {
     const int k = n <= (std::size_t{1} << 20) ? 20 : 5;
     const int samples = 41;
     const double tally_us = median_device_us(stream, k, samples, [&] {
-      const float* in = input.next();
-      tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{});
+      const value_t* in = input.next();
+      tally::reduce_into(policy, in, in + n, out, value_t{}, tally::plus<value_t>{});
     });
     const double cub_us = median_device_us(stream, k, samples, [&] {
       BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
     });
-    const double ceiling_us = median_device_us(stream, k, samples, [&] { ceiling(input.next(), n, out, stream); });
+    const double ceiling_us = median_device_us(stream, k, samples, [&] { ceiling.read_bytes(input.next(), input.bytes(), ceiling_out, stream); });
     auto strategy_us = [&](tally::device_policy p) {
       return median_device_us(stream, k, samples, [&] {
-        const float* in = input.next();
-        tally::reduce_into(p, in, in + n, out, 0.0f, tally::plus<float>{});
+        const value_t* in = input.next();
+        tally::reduce_into(p, in, in + n, out, value_t{}, tally::plus<value_t>{});
       });
     };
     const double two_pass_us = strategy_us(policy.strategy(tally::strategy::two_pass));
@@ -115,13 +125,13 @@ int main(int argc, char** argv) {
         empty_kernel<<<1, 32, 0, stream>>>();
         BENCH_CUDA_CHECK(cudaGetLastError());
       });
-      const double e_ceiling = median_enqueue_us(stream, kk, ss, [&] { ceiling(input.next(), n, out, stream); });
+      const double e_ceiling = median_enqueue_us(stream, kk, ss, [&] { ceiling.read_bytes(input.next(), input.bytes(), ceiling_out, stream); });
       const double e_cub = median_enqueue_us(stream, kk, ss, [&] {
         BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
       });
       const double e_tally = median_enqueue_us(stream, kk, ss, [&] {
-        const float* in = input.next();
-        tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{});
+        const value_t* in = input.next();
+        tally::reduce_into(policy, in, in + n, out, value_t{}, tally::plus<value_t>{});
       });
       const double d_empty = median_device_us(stream, 20, samples, [&] {
         empty_kernel<<<1, 32, 0, stream>>>();
@@ -132,9 +142,9 @@ int main(int argc, char** argv) {
       // Round trip of tally::reduce at 2^10 (host clock).
       std::vector<double> rt{0.0};
       for (int s = 0; s < 200; ++s) {
-        const float* in = input.next();
+        const value_t* in = input.next();
         const auto t0 = std::chrono::steady_clock::now();
-        volatile float r = tally::reduce(policy, in, in + n, 0.0f);
+        volatile value_t r = tally::reduce(policy, in, in + n, value_t{});
         (void)r;
         rt.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       }
@@ -144,6 +154,7 @@ int main(int argc, char** argv) {
     BENCH_CUDA_CHECK(cudaFree(cub_temp));
   }
   BENCH_CUDA_CHECK(cudaFree(out));
+  BENCH_CUDA_CHECK(cudaFree(ceiling_out));
   BENCH_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
 }

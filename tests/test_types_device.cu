@@ -170,12 +170,14 @@ void expect_structs(std::uint64_t salt, Op op, bool exact_any_order) {
 
 class device_user_structs : public tally_test::device_test {};
 
-TEST_F(device_user_structs, up_to_64_bytes_equal_the_host) {
+TEST_F(device_user_structs, up_to_160_bytes_equal_the_host) {
   expect_structs<counters16>(495, add_counters{}, true);
   expect_structs<counters16>(496, tally::commutative(add_counters{}), true);
   expect_structs<rgb16>(497, brightest{}, true);
   expect_structs<quad16>(498, quad_max{}, true);
   expect_structs<block3x4>(499, add_blocks{}, false);
+  expect_structs<counters40>(500, add_counters40{}, true);
+  expect_structs<counters40>(501, tally::commutative(add_counters40{}), true);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // The cases tests/test_types.cu (host) and tests/test_types_device.cu (device) share: sizes,
 // integer operators with references that do not use the operator under test, __half and
-// __nv_bfloat16 values with their error bound, and trivially copyable structs of 6 to 64
+// __nv_bfloat16 values with their error bound, and trivially copyable structs of 6 to 160
 // bytes with their operators (docs/types.md). Host and device tests live in two programs so
 // that the host one, which the sanitized CI build compiles, instantiates no kernels.
 #include "support/test_support.cuh"
@@ -190,7 +190,7 @@ bool same_fields(const V& a, const V& b) {
   return std::memcmp(&a, &b, sizeof(V)) == 0;
 }
 
-// ---- trivially copyable user structs, 6 to 64 bytes ----
+// ---- trivially copyable user structs, 6 to 160 bytes ----
 
 // 64 bytes: sixteen counters added lane by lane (mod 2^32), a commutative operator that the
 // library cannot know to be one unless told.
@@ -206,6 +206,20 @@ struct add_counters {
 };
 static_assert(sizeof(counters16) == 64);
 static_assert(!tally::is_commutative_v<add_counters>, "an unmarked functor takes the ordered path");
+
+// 160 bytes: larger than the accumulators whose tile partials travel as flagged 64-bit
+// words (partials.cuh), so its partials take the cells with one released flag.
+struct counters40 {
+  std::uint32_t c[40];
+};
+struct add_counters40 {
+  __host__ __device__ counters40 operator()(const counters40& a, const counters40& b) const {
+    counters40 out;
+    for (int i = 0; i < 40; ++i) out.c[i] = a.c[i] + b.c[i];
+    return out;
+  }
+};
+static_assert(sizeof(counters40) > tally::detail::packed_cell_max_bytes);
 
 // 6 bytes, 2-byte aligned: no vector loads (16 is not a multiple of 6).
 struct rgb16 {

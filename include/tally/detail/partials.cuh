@@ -3,9 +3,12 @@
 // folds the partials polls the flags and clears each cell, value and flag, once read, so
 // between calls every cell is all zero bytes whatever type the previous call reduced.
 //
-// A 4-byte partial and its flag share one 64-bit word, written and read as one access: no
-// fence stands between a block finishing its tile and the folder seeing it. Other sizes
-// write the value, then raise the flag with release semantics.
+// An accumulator of up to packed_cell_max_bytes is split into 32-bit pieces, and each piece
+// travels with its own flag in one 64-bit word, written and read as one access. A reader
+// that sees every word's flag has every piece, so no fence stands between a block finishing
+// its tile and the folder seeing it. A release fence per tile costs a block far more than
+// the extra words (the double sums, benchmarks/RESULTS.md). Larger accumulators write the
+// value, then raise one flag with release semantics.
 
 #include "tally/detail/runtime.cuh"
 
@@ -16,29 +19,46 @@
 
 namespace tally::detail {
 
-template <class Acc, bool Packed = (sizeof(Acc) == 4)>
+inline constexpr std::size_t packed_cell_max_bytes = 128;
+
+template <class Acc, bool Packed = (sizeof(Acc) <= packed_cell_max_bytes)>
 struct partial_cell;
 
 template <class Acc>
 struct alignas(8) partial_cell<Acc, true> {
-  unsigned long long word;  // high half: 1 once published; low half: the value's bits
+  static constexpr std::size_t pieces = (sizeof(Acc) + 3) / 4;
+  unsigned long long word[pieces];  // high half: 1 once published; low half: a piece of the value
 
   __device__ __forceinline__ void publish(const Acc& value) {
-    unsigned int bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word).store(
-        (1ull << 32) | bits, cuda::std::memory_order_relaxed);
+    unsigned int bits[pieces] = {};
+    std::memcpy(bits, &value, sizeof(Acc));
+#pragma unroll
+    for (std::size_t w = 0; w < pieces; ++w)
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[w]).store(
+          (1ull << 32) | bits[w], cuda::std::memory_order_relaxed);
   }
   __device__ __forceinline__ bool try_read(Acc& value) {
-    const unsigned long long w =
-        cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word).load(cuda::std::memory_order_relaxed);
-    if ((w >> 32) == 0) return false;
-    const unsigned int bits = static_cast<unsigned int>(w);
-    std::memcpy(&value, &bits, sizeof(bits));
+    unsigned long long w[pieces];
+#pragma unroll
+    for (std::size_t k = 0; k < pieces; ++k)
+      w[k] = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[k]).load(
+          cuda::std::memory_order_relaxed);
+    unsigned int bits[pieces];
+    bool published = true;
+#pragma unroll
+    for (std::size_t k = 0; k < pieces; ++k) {
+      published = published && (w[k] >> 32) != 0;
+      bits[k] = static_cast<unsigned int>(w[k]);
+    }
+    if (!published) return false;
+    std::memcpy(&value, bits, sizeof(Acc));
     return true;
   }
   __device__ __forceinline__ void clear() {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word).store(0, cuda::std::memory_order_relaxed);
+#pragma unroll
+    for (std::size_t k = 0; k < pieces; ++k)
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[k]).store(0,
+                                                                                      cuda::std::memory_order_relaxed);
   }
 };
 
