@@ -10,6 +10,9 @@
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
 
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
 
 #include <cub/device/device_reduce.cuh>
 
@@ -114,6 +117,34 @@ int main(int argc, char** argv) {
     const double two_pass_us = strategy_us(policy.strategy(tally::strategy::two_pass));
     const double block_atomic_us = strategy_us(policy.nondeterministic().strategy(tally::strategy::block_atomic));
     const double warp_atomic_us = strategy_us(policy.nondeterministic().strategy(tally::strategy::warp_atomic));
+    {
+      // The extrema's reductions, enqueued as tally::min_element and minmax_element run them
+      // (as bench_family's device timings do).
+      const thrust::counting_iterator<std::int64_t> index(0);
+      const auto n64 = static_cast<std::int64_t>(n);
+      tally::detail::indexed_value<value_t>* min_out = nullptr;
+      tally::detail::min_and_max<value_t>* minmax_out = nullptr;
+      BENCH_CUDA_CHECK(cudaMalloc(&min_out, sizeof(*min_out)));
+      BENCH_CUDA_CHECK(cudaMalloc(&minmax_out, sizeof(*minmax_out)));
+      const double min_us = median_device_us(stream, k, samples, [&] {
+        const tally::detail::read_candidate<const value_t*, value_t> reader{input.next()};
+        tally::reduce_into(policy, thrust::make_transform_iterator(index, reader),
+                           thrust::make_transform_iterator(index + n64, reader), min_out,
+                           tally::detail::no_candidate<value_t>(), tally::detail::keep_first_min<value_t, thrust::less<value_t>>{});
+      });
+      const double minmax_us = median_device_us(stream, k, samples, [&] {
+        const tally::detail::read_candidate_pair<const value_t*, value_t> reader{input.next()};
+        tally::reduce_into(policy, thrust::make_transform_iterator(index, reader),
+                           thrust::make_transform_iterator(index + n64, reader), minmax_out,
+                           tally::detail::min_and_max<value_t>{tally::detail::no_candidate<value_t>(),
+                                                             tally::detail::no_candidate<value_t>()},
+                           tally::detail::keep_min_and_max<value_t, thrust::less<value_t>>{});
+      });
+      std::printf("%-8s N=2^%-2d min_element %7.2f us (%5.1f%% of ceiling)  minmax_element %7.2f us (%5.1f%%)\n",
+                  variant, log2n, min_us, 100.0 * ceiling_us / min_us, minmax_us, 100.0 * ceiling_us / minmax_us);
+      BENCH_CUDA_CHECK(cudaFree(min_out));
+      BENCH_CUDA_CHECK(cudaFree(minmax_out));
+    }
     std::printf("%-8s N=2^%-2d tally %7.2f  cub %7.2f  ceiling %7.2f us  tally/ceiling %5.1f%%  cub/tally %5.3fx | "
                 "two_pass %7.2f  block_atomic %7.2f  warp_atomic %7.2f us\n",
                 variant, log2n, tally_us, cub_us, ceiling_us, 100.0 * ceiling_us / tally_us, cub_us / tally_us,

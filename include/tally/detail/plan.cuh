@@ -74,7 +74,10 @@ struct is_order_free : std::false_type {};
 template <class Op>
 struct is_order_free<Op, std::enable_if_t<Op::order_free>> : std::true_type {};
 
-inline constexpr std::uint64_t order_free_max_tiles = 256;
+#ifndef TALLY_TUNE_ORDER_FREE_TILES
+#define TALLY_TUNE_ORDER_FREE_TILES 256
+#endif
+inline constexpr std::uint64_t order_free_max_tiles = TALLY_TUNE_ORDER_FREE_TILES;
 static_assert(order_free_max_tiles <= plan_max_tiles, "order-free plans take fewer tiles, never more");
 
 // The most tiles the plan of a reduction by Op makes; host and device both ask this.
