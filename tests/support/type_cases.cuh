@@ -192,33 +192,29 @@ bool same_fields(const V& a, const V& b) {
 
 // ---- trivially copyable user structs, 6 to 160 bytes ----
 
-// 64 bytes: sixteen counters added lane by lane (mod 2^32), a commutative operator that the
-// library cannot know to be one unless told.
-struct counters16 {
-  std::uint32_t c[16];
+// K counters added lane by lane (mod 2^32), a commutative operator that the library cannot
+// know to be one unless told.
+template <int K>
+struct counters_of {
+  std::uint32_t c[K];
 };
-struct add_counters {
-  __host__ __device__ counters16 operator()(const counters16& a, const counters16& b) const {
-    counters16 out;
-    for (int i = 0; i < 16; ++i) out.c[i] = a.c[i] + b.c[i];
+template <int K>
+struct add_counters_of {
+  __host__ __device__ counters_of<K> operator()(const counters_of<K>& a, const counters_of<K>& b) const {
+    counters_of<K> out;
+    for (int i = 0; i < K; ++i) out.c[i] = a.c[i] + b.c[i];
     return out;
   }
 };
+// 64 bytes.
+using counters16 = counters_of<16>;
+using add_counters = add_counters_of<16>;
 static_assert(sizeof(counters16) == 64);
 static_assert(!tally::is_commutative_v<add_counters>, "an unmarked functor takes the ordered path");
-
 // 160 bytes: larger than the accumulators whose tile partials travel as flagged 64-bit
 // words (partials.cuh), so its partials take the cells with one released flag.
-struct counters40 {
-  std::uint32_t c[40];
-};
-struct add_counters40 {
-  __host__ __device__ counters40 operator()(const counters40& a, const counters40& b) const {
-    counters40 out;
-    for (int i = 0; i < 40; ++i) out.c[i] = a.c[i] + b.c[i];
-    return out;
-  }
-};
+using counters40 = counters_of<40>;
+using add_counters40 = add_counters_of<40>;
 static_assert(sizeof(counters40) > tally::detail::packed_cell_max_bytes);
 
 // 6 bytes, 2-byte aligned: no vector loads (16 is not a multiple of 6).
