@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <type_traits>
 #include <vector>
 
 #ifndef TALLY_TUNE_VALUE
