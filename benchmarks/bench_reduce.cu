@@ -5,8 +5,10 @@
 // (benchmarks/support/timing.cuh, fill_random).
 //
 //   device/<type>/...     GPU time from events around k back-to-back calls on one stream
-//                         (k = 20 for N <= 2^20, else 5), divided by k; inputs rotate across
-//                         buffers so that small ones are not all L2 hits
+//                         (k = 20 for N <= 2^20, else 5), divided by k; the stream is held
+//                         while the k calls are enqueued (bench::event_timer), so the events
+//                         time the GPU, not the host; inputs rotate across buffers so that
+//                         small ones are not all L2 hits
 //     tally_reduce_into       tally::reduce_into to device memory, asynchronous, default
 //                             policy (automatic strategy, reproducible)
 //     tally_two_pass          the same with .strategy(tally::strategy::two_pass)
@@ -17,6 +19,10 @@
 //     read_ceiling            our own streaming read of the input's N * sizeof(T) bytes (the
 //                             float kernel over N * sizeof(T) / 4 floats): the bound for any
 //                             reduction of it
+//   loop/<type>/...       the same events without the hold: k calls as a host loop issues
+//                         them, so at small N the host's enqueue time sets the pace
+//     tally_reduce_into       as above
+//     cub_sum                 as above
 //   roundtrip/<type>/...  host wall clock of one call that returns the sum to the host
 //     tally_reduce            tally::reduce(tally::device.on(stream), ...): the result comes
 //                             back through tally's mapped pinned slot
@@ -198,11 +204,12 @@ void set_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_
 
 // Warms up, then times k back-to-back enqueues per iteration with events.
 template <class T, class Enqueue>
-void time_device(benchmark::State& state, std::size_t n, Enqueue&& enqueue) {
+void time_device(benchmark::State& state, std::size_t n, Enqueue&& enqueue,
+                 bench::event_timer::pacing pace = bench::event_timer::pacing::gpu) {
   const int k = calls_per_timing(n);
   for (int i = 0; i < 3; ++i) enqueue();
   BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-  bench::event_timer timer;
+  bench::event_timer timer(pace);
   double total = 0.0;
   for (auto _ : state) {
     const double s = timer.seconds_per_call(ctx->stream, k, enqueue);
@@ -279,6 +286,29 @@ bool variant_checks_out(benchmark::State& state, const variant& v, std::size_t n
   std::fprintf(stderr, "bench_reduce: %s N=%zu: %s\n", element<T>::name, n, error.c_str());
   state.SkipWithError(error.c_str());
   return false;
+}
+
+template <class T>
+void loop_tally(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  auto& input = input_for<T>(n);
+  const auto policy = tally::device.on(ctx->stream);
+  time_device<T>(
+      state, n,
+      [&] {
+        const T* in = input.input->next();
+        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
+      },
+      bench::event_timer::pacing::host);
+}
+
+template <class T>
+void loop_cub_sum(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  auto& input = input_for<T>(n);
+  cub_sum<T> cub(n);
+  time_device<T>(
+      state, n, [&] { cub(input.input->next(), device_out<T>(), ctx->stream); }, bench::event_timer::pacing::host);
 }
 
 template <class T>
@@ -418,6 +448,8 @@ void register_type() {
   tally_family("tally_warp_atomic" + atomic_suffix, variant{tally::strategy::warp_atomic, !exact});
   register_family(device + "cub_sum", clock_kind::device, device_cub_sum<T>);
   register_family(device + "read_ceiling", clock_kind::device, device_read_ceiling<T>);
+  register_family("loop/" + type + "/tally_reduce_into", clock_kind::device, loop_tally<T>);
+  register_family("loop/" + type + "/cub_sum", clock_kind::device, loop_cub_sum<T>);
 
   register_family(roundtrip + "tally_reduce", clock_kind::roundtrip, roundtrip_tally_reduce<T>);
   register_family(roundtrip + "thrust_reduce", clock_kind::roundtrip, roundtrip_thrust_reduce<T>);

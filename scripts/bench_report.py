@@ -33,6 +33,10 @@ VARIANTS = {
         "cub_sum": "cub",
         "read_ceiling": "ceiling",
     },
+    "loop": {
+        "tally_reduce_into": "tally_loop",
+        "cub_sum": "cub_loop",
+    },
     "roundtrip": {
         "tally_reduce": "tally_rt",
         "thrust_reduce": "thrust_rt",
@@ -156,6 +160,9 @@ def type_table(typ, m, nondeterministic):
     ]
     if with_copy:
         header += ["tally round trip via copy µs"]
+    with_loop = has_data(m["tally_loop"])
+    if with_loop:
+        header += ["tally host-loop µs", "CUB host-loop µs", "host-loop tally/CUB"]
     with_ordered = has_data(m["ordered"])
     if with_ordered:
         header += ["ordered µs", "ordered % of tally's bandwidth"]
@@ -183,6 +190,9 @@ def type_table(typ, m, nondeterministic):
         ]
         if with_copy:
             row.append(fmt(m["tally_rt_copy"].get(n), ".2f"))
+        if with_loop:
+            tl, cl = m["tally_loop"].get(n), m["cub_loop"].get(n)
+            row += [fmt(tl, ".2f"), fmt(cl, ".2f"), fmt(ratio(cl, tl), ".2f", "×")]
         if with_ordered:
             share = ratio(t, m["ordered"].get(n))
             row += [fmt(m["ordered"].get(n), ".2f"), fmt(None if share is None else 100 * share, ".1f", "%")]
@@ -248,6 +258,13 @@ def targets(typ, m, nondeterministic):
         target_line(f"cost of tally's default vs the {alt_label} (tally time / its time − 1), max over N",
                     extreme(over(cost), max), "+.1f", "%"),
     ]
+    if has_data(m["tally_loop"]):
+        def loop_vs_cub(n):
+            return ratio(m["cub_loop"].get(n), m["tally_loop"].get(n))
+        lines.append(target_line("host loop tally/CUB (events without the hold), min over all N",
+                                 extreme(over(loop_vs_cub), min), ".2f", "×", TARGET_NEVER_SLOWER_THAN_CUB))
+        lines.append(target_line("host loop tally/CUB, min over 2^14 ≤ N ≤ 2^20",
+                                 extreme(over(loop_vs_cub, 1 << 14, 1 << 20), min), ".2f", "×", TARGET_MID_VS_CUB))
     if has_data(m["ordered"]):
         def ordered_share(n):
             r = ratio(m["tally"].get(n), m["ordered"].get(n))
@@ -286,7 +303,9 @@ def build_report(context, medians, nondeterministic, commit):
         f"Commit: {commit}",
         "",
         "Sums of float, int and double; medians of the repetitions. Device times from CUDA events over "
-        "back-to-back calls; round trips from the host clock, result back on the host. tally is "
+        "back-to-back calls, the stream held while they are enqueued, so that they time the GPU; host-loop "
+        "times from the same events without the hold, so that at small N the host's enqueue sets the pace; "
+        "round trips from the host clock, result back on the host. tally is "
         "tally::reduce_into under the default policy (automatic strategy, reproducible); two-pass and the "
         "atomic columns force a strategy, and \"nd\" marks atomics run under nondeterministic() (float and "
         "double: not reproducible; int's atomics are exact). The ceiling reads the input's N × sizeof(type) "

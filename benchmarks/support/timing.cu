@@ -1,6 +1,7 @@
 #include "support/timing.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -13,14 +14,65 @@ void cuda_fail(cudaError_t code, const char* call, const char* file, int line) {
   std::abort();
 }
 
-event_timer::event_timer() {
+namespace {
+
+// Spins until the host raises release[0], or until timeout_ns have passed on the GPU's
+// global timer, in which case it raises timed_out[0] and ends (so a host that blocks
+// while enqueuing cannot deadlock against it).
+__global__ void hold_stream_kernel(const volatile unsigned int* release, volatile unsigned int* timed_out,
+                                   unsigned long long timeout_ns) {
+  unsigned long long start = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (release[0] == 0u) {
+    unsigned long long now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeout_ns) {
+      timed_out[0] = 1u;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+event_timer::event_timer(pacing pace) : pace_(pace) {
   BENCH_CUDA_CHECK(cudaEventCreate(&start_));
   BENCH_CUDA_CHECK(cudaEventCreate(&stop_));
+  void* flags = nullptr;
+  BENCH_CUDA_CHECK(cudaHostAlloc(&flags, 2 * sizeof(unsigned int), cudaHostAllocMapped));
+  flags_ = static_cast<unsigned int*>(flags);
 }
 
 event_timer::~event_timer() {
   cudaEventDestroy(start_);
   cudaEventDestroy(stop_);
+  cudaFreeHost(flags_);
+}
+
+void event_timer::hold(cudaStream_t stream) {
+  volatile unsigned int* flags = flags_;
+  flags[0] = 0u;
+  flags[1] = 0u;
+  unsigned int* device_flags = nullptr;
+  BENCH_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flags), flags_, 0));
+  hold_stream_kernel<<<1, 1, 0, stream>>>(device_flags, device_flags + 1,
+                                          static_cast<unsigned long long>(hold_timeout_ms) * 1000000ull);
+  BENCH_CUDA_CHECK(cudaGetLastError());
+}
+
+void event_timer::release() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  static_cast<volatile unsigned int*>(flags_)[0] = 1u;
+}
+
+void event_timer::check_hold_kept(int k) const {
+  if (static_cast<volatile unsigned int*>(flags_)[1] != 0u) {
+    std::fprintf(stderr,
+                 "event_timer: the stream's hold ran out (%u ms) before %d calls were enqueued; the host's time "
+                 "would be in the figure (does an enqueue synchronize?)\n",
+                 hold_timeout_ms, k);
+    std::abort();
+  }
 }
 
 void fill_random(float* device_data, std::size_t n, std::uint64_t seed) {

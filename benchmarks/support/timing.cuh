@@ -25,29 +25,52 @@ namespace bench {
 
 namespace bench {
 
-// Times a callable enqueued k times back to back on a stream, between two events.
+// Times a callable enqueued k times back to back on a stream, between two events. The
+// stream is held by a kernel that spins on a host flag while the k calls are enqueued, and
+// released once the stop event is in: the events then time the GPU running the calls back
+// to back, not the host enqueuing them. Without the hold, a call that runs for less time
+// than its enqueue takes (a few µs at small N) would be timed at the host's pace, and two
+// libraries would differ by their host work and its jitter (docs/benchmarks.md).
+// pacing::host leaves the stream unheld: the events then time calls as a host loop issues
+// them, each starting when the GPU is free and the host has enqueued it (what a caller's
+// loop of calls gets; at small N, the host's enqueue time).
 class event_timer {
  public:
-  event_timer();
+  enum class pacing { gpu, host };
+  explicit event_timer(pacing pace = pacing::gpu);
   ~event_timer();
   event_timer(const event_timer&) = delete;
   event_timer& operator=(const event_timer&) = delete;
 
   // Seconds per call: the events' elapsed time divided by k. Waits for the stop event.
+  // Aborts if the hold ran out (hold_timeout_ms) before the host had enqueued the k calls:
+  // then the host's time would be in the figure. An enqueue must not synchronize the stream.
   template <class F>
   double seconds_per_call(cudaStream_t stream, int k, F&& enqueue) {
+    const bool held = pace_ == pacing::gpu;
+    if (held) hold(stream);
     BENCH_CUDA_CHECK(cudaEventRecord(start_, stream));
     for (int i = 0; i < k; ++i) enqueue();
     BENCH_CUDA_CHECK(cudaEventRecord(stop_, stream));
+    if (held) release();
     BENCH_CUDA_CHECK(cudaEventSynchronize(stop_));
+    if (held) check_hold_kept(k);
     float ms = 0.0f;
     BENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
     return static_cast<double>(ms) * 1e-3 / k;
   }
 
+  static constexpr unsigned hold_timeout_ms = 1000;
+
  private:
+  void hold(cudaStream_t stream);
+  void release();
+  void check_hold_kept(int k) const;
+
+  pacing pace_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
+  unsigned int* flags_ = nullptr;  // pinned, mapped: [0] release (host writes), [1] timed out (kernel writes)
 };
 
 // Fills n device values with seeded random values drawn on the host from
