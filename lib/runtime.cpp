@@ -261,6 +261,19 @@ bool is_device_accessible(const void* p, const device_properties& props) {
   return true;
 }
 
+void check_stream_of_device(cudaStream_t stream, int device) {
+  thread_local cudaStream_t last_stream = nullptr;
+  thread_local int last_device = -1;
+  if (stream == last_stream && device == last_device) return;
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TALLY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return;
+  check_stream_device(stream, device);
+  last_stream = stream;
+  last_device = device;
+}
+
 stream_scratch scratch_for(int device, cudaStream_t stream) {
   // The last entry this thread used, checked without the lock, by id: the same handle may
   // name a newer stream now. While capturing (no id) the pool is asked instead, since this

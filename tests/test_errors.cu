@@ -320,9 +320,23 @@ TEST_F(two_devices, a_stream_of_another_device_is_refused_and_both_devices_still
     EXPECT_THROW(tally::reduce_into(tally::device.on(stream_of_1), on_0.begin(), on_0.end(), out.get(), 0,
                                     tally::plus<int>{}),
                  std::invalid_argument);
+    // Calls that need no scratch are refused the same way: one tile (no partials), and an
+    // empty range (only init is written).
+    try {
+      tally::reduce_into(tally::device.on(stream_of_1), on_0.begin(), on_0.begin() + 1000, out.get(), 0,
+                         tally::plus<int>{});
+      FAIL() << "a one-tile call on a stream of device 1 must be refused while device 0 is current";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), "belongs to device 1 but the current device is 0")) << e.what();
+    }
+    EXPECT_THROW(tally::reduce_into(tally::device.on(stream_of_1), on_0.begin(), on_0.begin(), out.get(), 0,
+                                    tally::plus<int>{}),
+                 std::invalid_argument);
     EXPECT_EQ(tally::detail::scratch_entries(), entries) << "a refused call allocated scratch";
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
     EXPECT_EQ(tally::reduce(tally::device, on_0.begin(), on_0.end(), 0), expected);
+    EXPECT_EQ(tally::reduce(tally::device, on_0.begin(), on_0.begin() + 1000, 0),
+              reference_sum<int>(v, 0, 1000, 0));
   }
   // On its own device the stream works, and device 0 still does afterwards.
   TEST_CUDA(cudaSetDevice(1));

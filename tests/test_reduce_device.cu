@@ -117,6 +117,28 @@ TEST_F(device_determinism, double_sums_equal_the_host_for_large_inputs) {
             bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.0)));
 }
 
+// Past plan_max_tiles steps a tile takes several steps, and the last tile may end inside
+// its last step: full steps, then a step whose chunks stop partway (one straddling n).
+TEST_F(device_determinism, a_last_tile_of_several_steps_ending_mid_step_equals_the_host) {
+  if (tally_test::under_sanitizer()) GTEST_SKIP() << "200 MB input; the other sizes cover this path under the sanitizer";
+  const std::size_t step = tally::detail::make_plan_for<float>(1).step_items;
+  const std::size_t n = 3 * tally::detail::plan_max_tiles * step + 2 * step + 777;
+  const auto plan = tally::detail::make_plan_for<float>(n);
+  ASSERT_GT(plan.steps_per_tile, 2);
+  ASSERT_GT(n - plan.tile_begin(plan.tiles - 1), 2 * step) << "the last tile must hold two full steps and more";
+  seeded s(320);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<float>(n, s.rng);
+  device_buffer<float> d(v, 1);
+  EXPECT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.5f)),
+            bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.5f)));
+  EXPECT_NEAR(double(tally::reduce(tally::device, d.begin(), d.end(), 0.5f)), double(reference_sum<float>(v, 0, n, 0.5f)),
+              tally_test::sum_error_bound(v, 0, n, 0.5f));
+  device_buffer<float> aligned(v);
+  EXPECT_EQ(bits_of(tally::reduce(tally::device, aligned.begin(), aligned.end(), 0.5f)),
+            bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.5f)));
+}
+
 class device_interop : public tally_test::device_test {};
 
 TEST_F(device_interop, thrust_vectors_pointers_and_policies) {

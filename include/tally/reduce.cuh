@@ -133,6 +133,7 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
     auto* out_ptr = const_cast<out_t*>(const_out);
     check_device_accessible(out_ptr, properties(device), "reduce_into", "out");
     if (n == 0) {
+      check_stream_of_device(policy.stream(), device);
       write_value_kernel<<<1, 1, 0, policy.stream()>>>(out_ptr, init);
       TALLY_CUDA_CHECK(cudaGetLastError());
       return;

@@ -95,11 +95,19 @@ template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
                                const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
+  const bool atomic = chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic;
+  if (plan.tiles == 1 && !atomic) {  // one block, no partials: no scratch to look up either
+    check_stream_of_device(policy.stream(), device);
+    single_tile_reduce_kernel<Acc, VW, Loader, Op, Out><<<1, block_threads, 0, policy.stream()>>>(load, plan, init, op,
+                                                                                                 out, ready);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   const stream_scratch scratch = scratch_for(device, policy.stream());
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
 
   if constexpr (fits_atomic_word_v<Acc>) {
-    if (chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic) {
+    if (atomic) {
       const atomic_control control{scratch.control};
       if (chosen == tally::strategy::block_atomic) {
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>>(plan, policy, device, load, plan,
@@ -112,7 +120,7 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     }
   }
 
-  if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
+  if (chosen == tally::strategy::two_pass) {
     launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
     fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, policy.stream()>>>(plan.tiles, init, op, cells, out,
                                                                                   ready);

@@ -153,67 +153,103 @@ __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_
   return reduce_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step);
 }
 
-// The last, partial tile: the same order restricted to indices below n. Chunks wholly
-// inside the range are read like a full tile's; only the one that straddles n goes element
-// by element.
-template <class Acc, int VW, class Loader, class Op>
-__device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
+// One step of the last, partial tile, `remaining` of whose items lie below n (all of them
+// for every step but the last). A thread's elements in the plan's order have increasing
+// indices, so those below n are a prefix of them: its chunks wholly below n, then at most
+// one chunk that straddles n (one in the whole step: the chunk holding index n - 1 when n
+// is not a multiple of VW). The whole chunks are read and folded like a full tile's, under
+// predicates instead of branches; the straddling chunk's owner then folds its elements
+// below n one by one. With Start, the thread's first element (chunk 0, element 0, below n:
+// the caller checked) starts acc.
+template <bool Start, class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint64_t step_begin, unsigned remaining,
+                                                  Op& op, Acc& acc) {
   using C = typename chunk_element<Loader>::type;
   constexpr bool raw = reads_raw_chunks<Loader>::value;
-  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
-  const unsigned t = threadIdx.x;
-  const std::uint64_t steps = (n - tile_begin + step_items - 1) / step_items;
-  Acc acc{};
-  valid = false;
-  for (std::uint64_t s = 0; s < steps; ++s) {
-    const std::uint64_t step_begin = tile_begin + s * step_items;
-    C chunks[loads_per_step][VW];
-#pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
-      const std::uint64_t first = step_begin + std::uint64_t(u * block_threads + t) * VW;
-      if (first + VW <= n) {
-        if constexpr (raw) {
-          load.raw_chunk(first, chunks[u]);
-        } else {
-          load.chunk(first, chunks[u]);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < VW; ++j) {
-          if (first + j < n) {
-            if constexpr (raw) {
-              chunks[u][j] = load.raw_element(first + j);
-            } else {
-              chunks[u][j] = load.element(first + j);
-            }
-          }
-        }
-      }
+  const auto offset = [](int u) { return (unsigned(u) * block_threads + threadIdx.x) * VW; };
+  const auto value_of = [&](const C& c, unsigned off) {
+    if constexpr (raw) {
+      return load.value(c, step_begin + off);
+    } else {
+      return c;
     }
+  };
+  C chunks[loads_per_step][VW];
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
-      const std::uint64_t first = step_begin + std::uint64_t(u * block_threads + t) * VW;
-#pragma unroll
-      for (int j = 0; j < VW; ++j) {
-        if (first + j < n) {
-          const auto x = [&] {
-            if constexpr (raw) {
-              return load.value(chunks[u][j], first + j);
-            } else {
-              return chunks[u][j];
-            }
-          }();
-          if (valid) {
-            fold_into(acc, x, op);
-          } else {
-            acc = static_cast<Acc>(x);
-            valid = true;
-          }
-        }
+  for (int u = 0; u < loads_per_step; ++u) {
+    if (offset(u) + VW <= remaining) {
+      if constexpr (raw) {
+        load.raw_chunk(step_begin + offset(u), chunks[u]);
+      } else {
+        load.chunk(step_begin + offset(u), chunks[u]);
       }
     }
   }
+  bool started = !Start;
+#pragma unroll
+  for (int u = 0; u < loads_per_step; ++u) {
+    if (offset(u) + VW <= remaining) {
+#pragma unroll
+      for (int j = 0; j < VW; ++j) {
+        const auto x = value_of(chunks[u][j], offset(u) + j);
+        if (Start && u == 0 && j == 0) {
+          acc = static_cast<Acc>(x);
+        } else {
+          fold_into(acc, x, op);
+        }
+      }
+      started = true;
+    }
+  }
+  const unsigned straddling = remaining / VW * VW;  // offset of the chunk that straddles n
+  if (straddling < remaining && (straddling / VW) % block_threads == threadIdx.x) {
+    for (unsigned off = straddling; off < remaining; ++off) {
+      C c;
+      if constexpr (raw) {
+        c = load.raw_element(step_begin + off);
+      } else {
+        c = load.element(step_begin + off);
+      }
+      const auto x = value_of(c, off);
+      if (started) {
+        fold_into(acc, x, op);
+      } else {
+        acc = static_cast<Acc>(x);
+        started = true;
+      }
+    }
+  }
+}
+
+// The last, partial tile: the same order restricted to indices below n. valid says whether
+// this thread holds any element at all.
+template <class Acc, int VW, class Loader, class Op>
+__device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
+  constexpr unsigned step_items = unsigned(block_threads) * loads_per_step * VW;
+  const auto remaining_from = [n](std::uint64_t step_begin) {
+    const std::uint64_t left = n - step_begin;
+    return left < step_items ? unsigned(left) : step_items;
+  };
+  Acc acc{};
+  valid = tile_begin + std::uint64_t(threadIdx.x) * VW < n;
+  if (!valid) return acc;
+  fold_partial_step<true, Acc, VW>(load, tile_begin, remaining_from(tile_begin), op, acc);
+  for (std::uint64_t step_begin = tile_begin + step_items; step_begin < n; step_begin += step_items) {
+    fold_partial_step<false, Acc, VW>(load, step_begin, remaining_from(step_begin), op, acc);
+  }
   return acc;
+}
+
+// The block's reduction of the last, partial tile. Where it reaches every thread (each
+// holds at least one element) the block tree needs no validity flags; it combines the same
+// values in the same tree either way.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, std::uint64_t tile_begin,
+                                                            std::uint64_t n, Op& op) {
+  bool valid = false;
+  const Acc acc = reduce_partial_tile<Acc, VW>(load, tile_begin, n, op, valid);
+  if (n - tile_begin >= std::uint64_t(block_threads) * VW) return tally::block::reduce<block_threads>(acc, op);
+  return tally::block::reduce<block_threads>(acc, valid, op);
 }
 
 template <class Acc, int VW, class Loader, class Op>
@@ -222,9 +258,7 @@ __device__ __forceinline__ Acc reduce_tile(const Loader& load, const reduction_p
   if (plan.tile_is_full(tile)) {
     return tally::block::reduce<block_threads>(reduce_full_tile<Acc, VW>(load, begin, plan.steps_per_tile, op), op);
   }
-  bool valid = false;
-  const Acc acc = reduce_partial_tile<Acc, VW>(load, begin, plan.n, op, valid);
-  return tally::block::reduce<block_threads>(acc, valid, op);
+  return reduce_partial_tile_of_block<Acc, VW>(load, begin, plan.n, op);
 }
 
 // Writes the result; for reduce() also raises the host's ready flag once the value is
@@ -259,9 +293,7 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
       if constexpr (prefetch) fetch_if_full(tile + gridDim.x);
       partial = tally::block::reduce<block_threads>(mine, op);
     } else {
-      bool valid = false;
-      const Acc mine = reduce_partial_tile<Acc, VW>(load, plan.tile_begin(tile), plan.n, op, valid);
-      partial = tally::block::reduce<block_threads>(mine, valid, op);
+      partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
     if (threadIdx.x == 0) cells[tile].publish(partial);
   }
@@ -303,15 +335,20 @@ __device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t t
   return tally::block::reduce<block_threads>(acc, valid, op);
 }
 
+// A plan of one tile (N up to one step): one block reduces it and writes the result, no
+// partials. A kernel of its own, so that the smallest calls run only this code with the
+// registers it needs.
+template <class Acc, int VW, class Loader, class Op, class Out>
+__global__ void __launch_bounds__(block_threads)
+    single_tile_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, unsigned int* ready) {
+  const Acc total = reduce_tile<Acc, VW>(load, plan, 0, op);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+}
+
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
                               unsigned int* ready) {
-  if (plan.tiles == 1) {  // one tile, one block: no partials
-    const Acc total = reduce_tile<Acc, VW>(load, plan, 0, op);
-    if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
-    return;
-  }
   reduce_my_tiles<Acc, VW>(load, plan, op, cells);
   // Block 0 waits only on blocks that need nothing from it, so every block finishes
   // whatever the order in which the GPU schedules them.

@@ -45,6 +45,13 @@ struct stream_scratch {
 };
 stream_scratch scratch_for(int device, cudaStream_t stream);
 
+// Throws std::invalid_argument, naming both devices, when `stream` belongs to a device other
+// than `device` (a launch there would fail with "invalid resource handle"). For the calls
+// that need no scratch (an empty range, a one-tile plan): the last stream and device this
+// thread checked are remembered, so a loop of calls asks CUDA once. Skipped while the
+// stream is being captured, as scratch_for does.
+void check_stream_of_device(cudaStream_t stream, int device);
+
 // Scratch entries the pool holds: one per (device, stream handle) that has run a reduction
 // (per host thread for cudaStreamPerThread). A new stream that gets a destroyed stream's
 // handle gets a new block in that entry, told apart by cudaStreamGetId (tests check this).
