@@ -1,7 +1,7 @@
 // A tuning probe, not part of the benchmark suite: scripts/tune builds it once per variant
 // of the plan's knobs (TALLY_TUNE_* macros) and runs the variants one after another in one
 // session, so their figures can be compared. For each N it prints the median device time
-// per call (events around back-to-back calls, inputs rotated) of tally::reduce_into, CUB's
+// per call (events around back-to-back calls on a held stream, inputs rotated) of tally::reduce_into, CUB's
 // Sum and the streaming-read ceiling; then the host time one enqueue costs at small N.
 //
 // Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N]
