@@ -289,30 +289,8 @@ bool variant_checks_out(benchmark::State& state, const variant& v, std::size_t n
 }
 
 template <class T>
-void loop_tally(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  auto& input = input_for<T>(n);
-  const auto policy = tally::device.on(ctx->stream);
-  time_device<T>(
-      state, n,
-      [&] {
-        const T* in = input.input->next();
-        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
-      },
-      bench::event_timer::pacing::host);
-}
-
-template <class T>
-void loop_cub_sum(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  auto& input = input_for<T>(n);
-  cub_sum<T> cub(n);
-  time_device<T>(
-      state, n, [&] { cub(input.input->next(), device_out<T>(), ctx->stream); }, bench::event_timer::pacing::host);
-}
-
-template <class T>
-void device_tally(benchmark::State& state, variant v) {
+void device_tally(benchmark::State& state, variant v,
+                  bench::event_timer::pacing pace = bench::event_timer::pacing::gpu) {
   const auto n = static_cast<std::size_t>(state.range(0));
   auto& input = input_for<T>(n);
   if ((v.strategy != tally::strategy::automatic || v.ordered) && !variant_checks_out(state, v, n, input)) return;
@@ -321,21 +299,24 @@ void device_tally(benchmark::State& state, variant v) {
     time_device<T>(state, n, [&] {
       const T* in = input.input->next();
       tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
-    });
+    }, pace);
     return;
   }
-  time_device<T>(state, n, [&] {
-    const T* in = input.input->next();
-    tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
-  });
+  time_device<T>(
+      state, n,
+      [&] {
+        const T* in = input.input->next();
+        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
+      },
+      pace);
 }
 
 template <class T>
-void device_cub_sum(benchmark::State& state) {
+void device_cub_sum(benchmark::State& state, bench::event_timer::pacing pace = bench::event_timer::pacing::gpu) {
   const auto n = static_cast<std::size_t>(state.range(0));
   auto& input = input_for<T>(n);
   cub_sum<T> cub(n);
-  time_device<T>(state, n, [&] { cub(input.input->next(), device_out<T>(), ctx->stream); });
+  time_device<T>(state, n, [&] { cub(input.input->next(), device_out<T>(), ctx->stream); }, pace);
 }
 
 // The float kernel over the input's bytes: N * sizeof(T) / 4 floats.
@@ -446,10 +427,13 @@ void register_type() {
     tally_family("tally_ordered", variant{tally::strategy::automatic, false, true});
   tally_family("tally_block_atomic" + atomic_suffix, variant{tally::strategy::block_atomic, !exact});
   tally_family("tally_warp_atomic" + atomic_suffix, variant{tally::strategy::warp_atomic, !exact});
-  register_family(device + "cub_sum", clock_kind::device, device_cub_sum<T>);
+  register_family(device + "cub_sum", clock_kind::device, [](benchmark::State& state) { device_cub_sum<T>(state); });
   register_family(device + "read_ceiling", clock_kind::device, device_read_ceiling<T>);
-  register_family("loop/" + type + "/tally_reduce_into", clock_kind::device, loop_tally<T>);
-  register_family("loop/" + type + "/cub_sum", clock_kind::device, loop_cub_sum<T>);
+  constexpr auto host_paced = bench::event_timer::pacing::host;
+  register_family("loop/" + type + "/tally_reduce_into", clock_kind::device,
+                  [](benchmark::State& state) { device_tally<T>(state, variant{}, host_paced); });
+  register_family("loop/" + type + "/cub_sum", clock_kind::device,
+                  [](benchmark::State& state) { device_cub_sum<T>(state, host_paced); });
 
   register_family(roundtrip + "tally_reduce", clock_kind::roundtrip, roundtrip_tally_reduce<T>);
   register_family(roundtrip + "thrust_reduce", clock_kind::roundtrip, roundtrip_thrust_reduce<T>);
