@@ -4,7 +4,7 @@
 // per call (events around back-to-back calls on a held stream, inputs rotated) of tally::reduce_into, CUB's
 // Sum and the streaming-read ceiling; then the host time one enqueue costs at small N.
 //
-// Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N]
+// Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N [SMALLEST_LOG2_N]]
 // The value type summed is float, or TALLY_TUNE_VALUE (double or int) where defined.
 
 #include "support/timing.cuh"
@@ -68,6 +68,7 @@ double median_enqueue_us(cudaStream_t stream, int k, int samples, F&& enqueue) {
 int main(int argc, char** argv) {
   const char* variant = argc > 1 ? argv[1] : "default";
   const int largest_log2n = argc > 2 ? std::atoi(argv[2]) : 28;
+  const int smallest_log2n = argc > 3 ? std::atoi(argv[3]) : 0;  // a profiler's run of one size
   cudaStream_t stream = nullptr;
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   value_t* out = nullptr;
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
 
   for (int log2n : {10, 12, 16, 20, 22, 24, 25, 26, 28}) {
     if (log2n > largest_log2n) break;
+    if (log2n < smallest_log2n) continue;
     const std::size_t n = std::size_t{1} << log2n;
     bench::basic_rotating_input<value_t> input(n, 1234 + n);
     // Correctness guard: tally's sum against a float64 sum of the same values.
@@ -90,6 +92,20 @@ int main(int argc, char** argv) {
     if (std::fabs(double(got) - want) > 1e-5 * std::fabs(want)) {
       std::printf("%s N=2^%d WRONG: %.9g vs %.9g\n", variant, log2n, double(got), want);
       return 1;
+    }
+
+    // And the extrema's positions against std::'s on the same values.
+    {
+      const value_t* d = input.first();
+      const auto want_min = std::min_element(host.begin(), host.end()) - host.begin();
+      const auto want_minmax = std::minmax_element(host.begin(), host.end());
+      const auto got_min = tally::min_element(policy, d, d + n) - d;
+      const auto got_minmax = tally::minmax_element(policy, d, d + n);
+      if (got_min != want_min || got_minmax.first - d != want_minmax.first - host.begin() ||
+          got_minmax.second - d != want_minmax.second - host.begin()) {
+        std::printf("%s N=2^%d WRONG extrema: min %lld vs %lld\n", variant, log2n, (long long)got_min, (long long)want_min);
+        return 1;
+      }
     }
 
     std::size_t cub_bytes = 0;

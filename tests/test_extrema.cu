@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -149,6 +150,53 @@ TEST(extrema_combine, ties_go_to_the_first_or_last_index_as_the_rule_says) {
   EXPECT_EQ((tally::detail::keep_last_max<int, less>{less{}}(early, late).index), 9);
   EXPECT_EQ((tally::detail::keep_first_min<int, less>{less{}}(early, smaller).index), 20);
   EXPECT_EQ((tally::detail::keep_first_max<int, less>{less{}}(smaller, late).index), 9);
+}
+
+// A thread's fold and the block tree over a full tile carry 32-bit positions from the
+// tile's first element (reduce_kernel.cuh, folds_local_positions): the combine must choose
+// among such candidates exactly as among the same candidates with their 64-bit indices.
+template <class Keep>
+void expect_positions_choose_as_indices_do(Keep keep, std::mt19937_64& rng) {
+  using local = tally::detail::indexed_value<int, std::uint32_t>;
+  using global = tally::detail::indexed_value<int>;
+  std::uniform_int_distribution<int> value(0, 3);
+  std::uniform_int_distribution<std::uint32_t> position(0, 0xffffffffu);
+  const std::int64_t tile_begin = std::int64_t(1) << 33;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const local a{value(rng), position(rng)}, b{value(rng), position(rng)};
+    const local kept = keep(a, b);
+    const global expected = keep(global{a.value, tile_begin + a.index}, global{b.value, tile_begin + b.index});
+    ASSERT_EQ(kept.value, expected.value) << "trial " << trial;
+    ASSERT_EQ(tile_begin + std::int64_t(kept.index), expected.index) << "trial " << trial;
+    if (b.index > a.index) {  // the fold's in-order combine: b follows a
+      const local in_order = keep.combine_in_order(a, b);
+      ASSERT_EQ(in_order.index, kept.index) << "trial " << trial;
+    }
+  }
+}
+
+TEST(extrema_combine, positions_within_a_tile_choose_as_indices_do) {
+  seeded s(705);
+  SCOPED_TRACE(s.trace());
+  using less = thrust::less<int>;
+  expect_positions_choose_as_indices_do(tally::detail::keep_first_min<int, less>{less{}}, s.rng);
+  expect_positions_choose_as_indices_do(tally::detail::keep_first_max<int, less>{less{}}, s.rng);
+  expect_positions_choose_as_indices_do(tally::detail::keep_last_max<int, less>{less{}}, s.rng);
+}
+
+TEST(extrema_combine, a_candidate_made_at_a_position_becomes_the_one_made_at_its_index) {
+  const int values[] = {7, -2};
+  const std::int64_t first_index = (std::int64_t(1) << 32) + 5;
+  const tally::detail::read_candidate<const int*, int> one{values};
+  const auto c = one.globalize(one.make_local(values[1], 0xfffffff0u), first_index);
+  EXPECT_EQ(c.value, -2);
+  EXPECT_EQ(c.index, first_index + 0xfffffff0);
+  const tally::detail::read_candidate_pair<const int*, int> both{values};
+  const auto p = both.globalize(both.make_local(values[0], 3u), first_index);
+  EXPECT_EQ(p.min.value, 7);
+  EXPECT_EQ(p.max.value, 7);
+  EXPECT_EQ(p.min.index, first_index + 3);
+  EXPECT_EQ(p.max.index, first_index + 3);
 }
 
 // ---- host ----
@@ -296,6 +344,28 @@ TEST_F(extrema_device_semantics, planted_extremes_at_any_grid_size_and_strategy)
     }
     expect_same(tally_positions(tally::device.strategy(tally::strategy::two_pass), d.begin(), d.end()), expected,
                 "two pass");
+  }
+}
+
+// Under thrust::less, a NaN is neither less nor greater than anything: the combine is not
+// associative there, so the answer depends on the tree, which the plan fixes. The device
+// must then give the host backend's positions (docs/extrema.md, Determinism), including
+// where its full tiles fold 32-bit positions.
+TEST_F(extrema_device_semantics, values_with_nans_give_the_host_backends_positions) {
+  const std::size_t big = tally_test::under_sanitizer() ? 300007 : (std::size_t(1) << 22) + 5;
+  for (std::size_t n : {std::size_t(1000), std::size_t(70001), big}) {
+    for (int nans : {1, 50}) {
+      seeded s(n + 760 + std::uint64_t(nans));
+      SCOPED_TRACE("n = " + std::to_string(n) + ", nans = " + std::to_string(nans) + ", " + s.trace());
+      auto v = random_values<float>(n, s.rng);
+      std::uniform_int_distribution<std::size_t> position(0, n - 1);
+      for (int k = 0; k < nans; ++k) v[position(s.rng)] = std::numeric_limits<float>::quiet_NaN();
+      const positions expected = tally_positions(tally::host, v.begin(), v.end());
+      const thrust::device_vector<float> dv(v.begin(), v.end());
+      expect_same(tally_positions(tally::device, dv.begin(), dv.end()), expected, "device_vector");
+      const device_buffer<float> misaligned(v, 1);
+      expect_same(tally_positions(tally::device, misaligned.begin(), misaligned.end()), expected, "misaligned");
+    }
   }
 }
 

@@ -68,6 +68,17 @@ TEST(plan, order_free_operators_take_fewer_longer_tiles) {
   EXPECT_EQ(make_plan(step * order_free_max_tiles + 1, 4, order_free_max_tiles).steps_per_tile, 2);
 }
 
+TEST(plan, tile_positions_fit_in_32_bits_up_to_2_to_the_40_elements_of_an_order_free_plan) {
+  using tally::detail::local_positions_fit;
+  using tally::detail::order_free_max_tiles;
+  const std::uint64_t limit = std::uint64_t(1) << 40;  // 256 tiles of 2^32 floats
+  EXPECT_TRUE(local_positions_fit(make_plan(limit, 4, order_free_max_tiles)));
+  EXPECT_EQ(make_plan(limit, 4, order_free_max_tiles).tile_items, std::uint64_t(1) << 32);
+  EXPECT_FALSE(local_positions_fit(make_plan(limit + 1, 4, order_free_max_tiles)));
+  EXPECT_TRUE(local_positions_fit(make_plan(std::uint64_t(3) << 31, 16, order_free_max_tiles)));  // > 2^31 int8
+  EXPECT_TRUE(local_positions_fit(make_plan(1, 4, order_free_max_tiles)));
+}
+
 TEST(plan, is_usable_at_compile_time) {
   constexpr auto plan = make_plan(12345, 4);
   constexpr std::uint64_t step = std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * 4;

@@ -22,22 +22,25 @@
 
 #include <cstdint>
 #include <iterator>
+#include <type_traits>
 
 namespace tally {
 namespace detail {
 
 // An element's value and position. A negative index means "no element": the identity
-// that init stands for, so that an empty side never wins.
-template <class V>
+// that init stands for, so that an empty side never wins. Inside a thread's fold over a
+// tile, candidates carry a 32-bit position from the thread's first element instead
+// (Index = std::uint32_t; read_candidate::make_local).
+template <class V, class Index = std::int64_t>
 struct indexed_value {
   V value;
-  std::int64_t index;
+  Index index;
 };
 
-template <class V>
+template <class V, class Index = std::int64_t>
 struct min_and_max {
-  indexed_value<V> min;
-  indexed_value<V> max;
+  indexed_value<V, Index> min;
+  indexed_value<V, Index> max;
 };
 
 // Which of two candidates to keep: the smaller value under comp (the larger, for a
@@ -51,21 +54,34 @@ struct keep_extremum {
 
   // comp may be host-only (a plain lambda) under a host policy; the device instantiation
   // is then never used, so nvcc need not check it.
+  //
+  // Written without branches: the block trees apply it once per level, and as a chain of
+  // early returns it compiled to a branch per case on the tree's critical path. comp is
+  // therefore also asked about an empty candidate's value (a value-initialized V), and
+  // the answer ignores it. Candidates of an unsigned Index (positions) are never empty.
 #pragma nv_exec_check_disable
-  __host__ __device__ indexed_value<V> operator()(const indexed_value<V>& a, const indexed_value<V>& b) const {
-    if (a.index < 0) return b;
-    if (b.index < 0) return a;
+  template <class Index>
+  __host__ __device__ indexed_value<V, Index> operator()(const indexed_value<V, Index>& a,
+                                                         const indexed_value<V, Index>& b) const {
+    bool a_empty = false, b_empty = false;
+    if constexpr (std::is_signed_v<Index>) {
+      a_empty = a.index < 0;
+      b_empty = b.index < 0;
+    }
     const bool a_ranks_first = Maximum ? comp(b.value, a.value) : comp(a.value, b.value);
-    if (a_ranks_first) return a;
     const bool b_ranks_first = Maximum ? comp(a.value, b.value) : comp(b.value, a.value);
-    if (b_ranks_first) return b;
-    return (a.index < b.index) != LastOfEquals ? a : b;
+    const bool a_wins_tie = (a.index < b.index) != LastOfEquals;
+    const bool keep_a = !a_empty && (b_empty || a_ranks_first || (!b_ranks_first && a_wins_tie));
+    return keep_a ? a : b;
   }
 
   // The same answer when b follows a and both are real candidates: what a thread's own
   // fold over its elements sees, one comparison per element (detail/reduce_kernel.cuh).
+  // The choice looks at the values alone, so it holds for candidates of any index type.
 #pragma nv_exec_check_disable
-  __host__ __device__ indexed_value<V> combine_in_order(const indexed_value<V>& a, const indexed_value<V>& b) const {
+  template <class Index>
+  __host__ __device__ indexed_value<V, Index> combine_in_order(const indexed_value<V, Index>& a,
+                                                               const indexed_value<V, Index>& b) const {
     if constexpr (!Maximum) {
       return comp(b.value, a.value) ? b : a;
     } else if constexpr (LastOfEquals) {
@@ -89,10 +105,14 @@ struct keep_min_and_max {
   static constexpr bool commutative = true;
   Comp comp;
 
-  __host__ __device__ min_and_max<V> operator()(const min_and_max<V>& a, const min_and_max<V>& b) const {
+  template <class Index>
+  __host__ __device__ min_and_max<V, Index> operator()(const min_and_max<V, Index>& a,
+                                                       const min_and_max<V, Index>& b) const {
     return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_last_max<V, Comp>{comp}(a.max, b.max)};
   }
-  __host__ __device__ min_and_max<V> combine_in_order(const min_and_max<V>& a, const min_and_max<V>& b) const {
+  template <class Index>
+  __host__ __device__ min_and_max<V, Index> combine_in_order(const min_and_max<V, Index>& a,
+                                                             const min_and_max<V, Index>& b) const {
     return {keep_first_min<V, Comp>{comp}.combine_in_order(a.min, b.min),
             keep_last_max<V, Comp>{comp}.combine_in_order(a.max, b.max)};
   }
@@ -101,14 +121,24 @@ struct keep_min_and_max {
 // Element i of the input as a candidate, or as both candidates of a min_and_max.
 // Over a raw pointer, dispatch reads the elements 16 bytes at a time and calls make()
 // itself (detail/transform_views.cuh, reads_base_at_index).
+// make_local and globalize: the same candidates with a 32-bit position from a first index
+// (detail/transform_views.cuh, indexed_vector_loader).
 template <class It, class V>
 struct read_candidate {
   using reads_base_at_index = void;
+  using local_type = indexed_value<V, std::uint32_t>;
   It first;
 
   template <class E>
   __host__ __device__ indexed_value<V> make(const E& element, std::int64_t i) const {
     return {static_cast<V>(element), i};
+  }
+  template <class E>
+  __host__ __device__ local_type make_local(const E& element, std::uint32_t position) const {
+    return {static_cast<V>(element), position};
+  }
+  __host__ __device__ indexed_value<V> globalize(const local_type& c, std::int64_t first_index) const {
+    return {c.value, first_index + std::int64_t(c.index)};
   }
   // A host-only iterator (std::vector's) is read only under a host policy.
 #pragma nv_exec_check_disable
@@ -120,12 +150,21 @@ struct read_candidate {
 template <class It, class V>
 struct read_candidate_pair {
   using reads_base_at_index = void;
+  using local_type = min_and_max<V, std::uint32_t>;
   It first;
 
   template <class E>
   __host__ __device__ min_and_max<V> make(const E& element, std::int64_t i) const {
     const indexed_value<V> candidate{static_cast<V>(element), i};
     return {candidate, candidate};
+  }
+  template <class E>
+  __host__ __device__ local_type make_local(const E& element, std::uint32_t position) const {
+    const indexed_value<V, std::uint32_t> candidate{static_cast<V>(element), position};
+    return {candidate, candidate};
+  }
+  __host__ __device__ min_and_max<V> globalize(const local_type& c, std::int64_t first_index) const {
+    return {{c.min.value, first_index + std::int64_t(c.min.index)}, {c.max.value, first_index + std::int64_t(c.max.index)}};
   }
   // As read_candidate: a host-only iterator is read only under a host policy.
 #pragma nv_exec_check_disable

@@ -203,7 +203,10 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
       const auto f = first.functor();
       const auto offset = static_cast<std::int64_t>(*first.base());
       using elem = indexed_base_element_t<decltype(f)>;
-      if (aligned(f.first + offset)) {
+      // Candidates with 32-bit positions (reduce_kernel.cuh) need tiles of at most 2^32
+      // elements: always so in memory that exists today (an order-free plan of 2^40 elements
+      // would be needed); beyond that the element-wise path below is correct.
+      if (aligned(f.first + offset) && local_positions_fit(make_plan(n, vw, plan_max_tiles_for<Op>))) {
         using loader = indexed_vector_loader<decltype(f), elem, V, vw>;
         launch_reduce<Acc, vw>(loader{f, offset}, n, init, op, out, ready, policy, device, algorithm);
         return;

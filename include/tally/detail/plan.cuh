@@ -101,6 +101,13 @@ TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector
   return plan;
 }
 
+// Whether every position within a tile of the plan fits in 32 bits: then a fold over a
+// tile may carry positions counted from the tile's first element in place of 64-bit
+// indices (reduce_kernel.cuh, folds_local_positions).
+TALLY_HOST_DEVICE constexpr bool local_positions_fit(const reduction_plan& plan) {
+  return plan.tile_items <= (std::uint64_t(1) << 32);
+}
+
 template <class V>
 TALLY_HOST_DEVICE constexpr reduction_plan make_plan_for(std::uint64_t n) {
   return make_plan(n, vector_width_v<V>);

@@ -72,6 +72,23 @@ struct chunk_element<Loader, true> {
   using type = typename Loader::raw_type;
 };
 
+// A loader of raw chunks may also make each element's candidate with a 32-bit position in
+// place of its index (local_type, by local_value(raw, position)) and turn a fold of such
+// candidates back into a value (globalize(local, index of position 0)). The threads' folds
+// of a full tile and the block tree over them then carry 32-bit positions counted from the
+// tile's first element, and the 64-bit index is made once per tile instead of per element
+// and per tree level. The answer is the same: the extrema's candidates are chosen by value,
+// then by position, and positions within a tile order as indices do. Dispatch takes this
+// path only where a tile's positions fit in 32 bits (local_positions_fit).
+#ifndef TALLY_TUNE_LOCAL_POSITIONS
+#define TALLY_TUNE_LOCAL_POSITIONS 1
+#endif
+template <class Loader, class Op, class = void>
+struct folds_local_positions : std::false_type {};
+template <class Loader, class Op>
+struct folds_local_positions<Loader, Op, std::enable_if_t<!std::is_void_v<typename Loader::local_type>>>
+    : std::bool_constant<TALLY_TUNE_LOCAL_POSITIONS && has_in_order_combine<Op, typename Loader::local_type>::value> {};
+
 // One step's chunks of one thread, in registers: what it fetches, and its elements in
 // the plan's order.
 template <int VW, class Loader>
@@ -114,6 +131,24 @@ struct step_chunks {
         }
       }
   }
+  // The same over a loader's local candidates (folds_local_positions): element (u, j) at
+  // position step_position + u * block_threads * VW + j, step_position being the position
+  // of the thread's first element of the step.
+  template <bool Start, class Local, class Op>
+  __device__ __forceinline__ void fold_positions(const Loader& load, std::uint32_t step_position, Local& acc,
+                                                 Op& op) const {
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u)
+#pragma unroll
+      for (int j = 0; j < VW; ++j) {
+        const Local x = load.local_value(chunks[u][j], step_position + std::uint32_t(u * block_threads * VW + j));
+        if (Start && u == 0 && j == 0) {
+          acc = x;
+        } else {
+          acc = op.combine_in_order(acc, x);
+        }
+      }
+  }
 };
 
 // Whether a block fetches its next tile's first step before reducing the current tile (see
@@ -129,28 +164,75 @@ template <int VW, class Loader>
 inline constexpr int min_resident_blocks =
     prefetches_next_tile<VW, Loader> ? TALLY_TUNE_PREFETCH_MIN_BLOCKS : TALLY_TUNE_MIN_BLOCKS;
 
-// A full tile whose first step is already in `step` (fetched by the caller, so that its
-// loads can be in flight while the block finishes the previous tile): every thread has
-// chunks at every step, so no bounds or validity checks. On return `step` is free.
-template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc reduce_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op,
-                                                        step_chunks<VW, Loader>& step) {
-  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
-  Acc acc;
-  step.template fold<true>(load, tile_begin, acc, op);
+// Folds a full tile's steps in order: fold_step(chunks, s, Start) folds step s, held in
+// `chunks`; Start (std::true_type for step 0) says it starts the accumulator. Step 0 is
+// already in `step` (fetched by the caller). (Fetching step s + 1 before folding step s,
+// into a second register set or chunk by chunk into the same one, was measured on the
+// H100 and gained nothing: benchmarks/RESULTS.md.)
+template <int VW, class Loader, class BeginOf, class FoldStep>
+__device__ __forceinline__ void fold_tile_steps(const Loader& load, int steps, step_chunks<VW, Loader>& step,
+                                                BeginOf begin_of, FoldStep fold_step) {
+  fold_step(step, 0, std::true_type{});
   for (int s = 1; s < steps; ++s) {
-    const std::uint64_t step_begin = tile_begin + std::uint64_t(s) * step_items;
-    step.fetch(load, step_begin);
-    step.template fold<false>(load, step_begin, acc, op);
+    step.fetch(load, begin_of(s));
+    fold_step(step, s, std::false_type{});
   }
-  return acc;
 }
 
+// A thread's fold of a full tile whose first step is already in `step` (fetched by the
+// caller, so that its loads can be in flight while the block finishes the previous tile):
+// every thread has chunks at every step, so no bounds or validity checks. On return `step`
+// is free. The fold is an Acc, or with folds_local_positions the loader's local candidate,
+// its positions counted from the tile's first element (as_tile_value turns either into an
+// Acc).
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ auto fold_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op,
+                                                       step_chunks<VW, Loader>& step) {
+  using chunks_t = step_chunks<VW, Loader>;
+  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
+  const auto begin_of = [tile_begin](int s) { return tile_begin + std::uint64_t(s) * step_items; };
+  if constexpr (folds_local_positions<Loader, Op>::value) {
+    typename Loader::local_type acc;
+    const std::uint32_t first = threadIdx.x * VW;
+    fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, int s, auto start) {
+      chunks.template fold_positions<decltype(start)::value>(load, std::uint32_t(s) * std::uint32_t(step_items) + first,
+                                                             acc, op);
+    });
+    return acc;
+  } else {
+    Acc acc;
+    fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, int s, auto start) {
+      chunks.template fold<decltype(start)::value>(load, begin_of(s), acc, op);
+    });
+    return acc;
+  }
+}
+
+// A full tile's fold (of a thread, or the block's) as an Acc.
+template <class Acc, class Loader, class Folded>
+__device__ __forceinline__ Acc as_tile_value(const Loader& load, const Folded& folded, std::uint64_t tile_begin) {
+  if constexpr (std::is_same_v<Folded, Acc>) {
+    return folded;
+  } else {
+    return static_cast<Acc>(load.globalize(folded, tile_begin));
+  }
+}
+
+// The block's reduction of its threads' folds of a full tile, in thread 0. Local candidates
+// go through the block tree as they are (half the width of 64-bit indices, and never
+// empty) and become an Acc once.
+template <class Acc, class Loader, class Folded, class Op>
+__device__ __forceinline__ Acc reduce_full_tile_folds(const Loader& load, const Folded& mine, std::uint64_t tile_begin,
+                                                      Op& op) {
+  return as_tile_value<Acc>(load, tally::block::reduce<block_threads>(mine, op), tile_begin);
+}
+
+// A thread's fold of a full tile, as an Acc.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op) {
   step_chunks<VW, Loader> step;
   step.fetch(load, tile_begin);
-  return reduce_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step);
+  return as_tile_value<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step), tile_begin);
 }
 
 // One step of the last, partial tile, `remaining` of whose items lie below n (all of them
@@ -256,7 +338,10 @@ template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
   const std::uint64_t begin = plan.tile_begin(tile);
   if (plan.tile_is_full(tile)) {
-    return tally::block::reduce<block_threads>(reduce_full_tile<Acc, VW>(load, begin, plan.steps_per_tile, op), op);
+    step_chunks<VW, Loader> step;
+    step.fetch(load, begin);
+    return reduce_full_tile_folds<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, begin, plan.steps_per_tile, op, step),
+                                       begin, op);
   }
   return reduce_partial_tile_of_block<Acc, VW>(load, begin, plan.n, op);
 }
@@ -289,9 +374,9 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     Acc partial;
     if (plan.tile_is_full(tile)) {
       if constexpr (!prefetch) fetch_if_full(tile);
-      const Acc mine = reduce_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
+      const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
       if constexpr (prefetch) fetch_if_full(tile + gridDim.x);
-      partial = tally::block::reduce<block_threads>(mine, op);
+      partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
     } else {
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
@@ -332,6 +417,9 @@ __device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t t
       valid = true;
     }
   }
+  // With a partial for every thread the tree needs no validity flags: the same tree, with
+  // less on its critical path at the very end of the reduction.
+  if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
   return tally::block::reduce<block_threads>(acc, valid, op);
 }
 

@@ -149,16 +149,39 @@ struct pair_vector_loader {
   __device__ __forceinline__ V element(std::uint64_t i) const { return static_cast<V>(transform(a[i], b[i])); }
 };
 
+// The candidate type of F's positions (F::local_type), or void where F has none.
+template <class F, class = void>
+struct local_type_of {
+  using type = void;
+};
+template <class F>
+struct local_type_of<F, std::void_t<typename F::local_type>> {
+  using type = typename F::local_type;
+};
+
 // An indexed view over a counting range starting at `offset`: element k is
 // f.make(base[offset + k], offset + k), the base read 16 bytes at a time. Full tiles keep
-// the base elements as read and make each candidate as it is folded (raw_chunk, value).
+// the base elements as read and make each candidate as it is folded (raw_chunk, value),
+// with a 32-bit position in place of the index where F offers that (make_local, globalize;
+// reduce_kernel.cuh, folds_local_positions).
 template <class F, class E, class V, int VW>
 struct indexed_vector_loader {
   static_assert(sizeof(E) * VW == 16, "indexed_vector_loader reads 16-byte chunks");
   using value_type = V;
   using raw_type = E;
+  using local_type = typename local_type_of<F>::type;
   F f;
   std::int64_t offset;
+
+  template <class L = local_type>
+  __device__ __forceinline__ L local_value(const E& e, std::uint32_t position) const {
+    return f.make_local(e, position);
+  }
+  // The value of a local candidate whose position 0 is element `first` of the view.
+  template <class L>
+  __device__ __forceinline__ V globalize(const L& local, std::uint64_t first) const {
+    return static_cast<V>(f.globalize(local, offset + static_cast<std::int64_t>(first)));
+  }
 
   __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
     const uint4 raw = __ldg(reinterpret_cast<const uint4*>(f.first + offset + static_cast<std::int64_t>(first)));
