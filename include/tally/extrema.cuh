@@ -173,19 +173,19 @@ struct read_candidate_pair {
   }
 };
 
-// Under a device policy a contiguous range is read through its raw pointer, as
-// tally::reduce's loaders read it, rather than through device_reference proxies.
-template <class It>
-auto element_source(const device_policy&, It first) {
+// A contiguous range is read through its raw pointer: under a device policy as
+// tally::reduce's loaders read it, rather than through device_reference proxies; under a
+// host policy too, so that a std::vector's iterators take the plan a pointer takes (vector
+// width from the element, as on the device). The answer is the same either way, except
+// under a comp that is not a strict weak ordering, where the plan's tree decides it and
+// host and device then agree (docs/extrema.md, Determinism).
+template <class Policy, class It>
+auto element_source(const Policy&, It first) {
   if constexpr (is_contiguous_v<It>) {
     return raw_pointer(first);
   } else {
     return first;
   }
-}
-template <class It>
-It element_source(const host_policy&, It first) {
-  return first;
 }
 
 // One pass over [first, last): Read makes each element a candidate, Keep folds them.
