@@ -28,9 +28,9 @@ namespace tally {
 namespace detail {
 
 // An element's value and position. A negative index means "no element": the identity
-// that init stands for, so that an empty side never wins. Inside a thread's fold over a
-// tile, candidates carry a 32-bit position from the thread's first element instead
-// (Index = std::uint32_t; read_candidate::make_local).
+// that init stands for, so that an empty side never wins. Inside a full tile (the threads'
+// folds and the block tree), candidates carry a 32-bit position from the tile's first
+// element instead (Index = std::uint32_t; read_candidate::make_local).
 template <class V, class Index = std::int64_t>
 struct indexed_value {
   V value;
