@@ -4,6 +4,8 @@
 #include "tally/functional.cuh"
 #include "tally/warp/reduce.cuh"
 
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -40,6 +42,113 @@ __global__ void block_reductions(const int* in, int* sums, int* maxes, int* even
     maxes[blockIdx.x] = total.max;
     even_sums[blockIdx.x] = even;
     any[blockIdx.x] = valid;
+  }
+}
+
+
+// The block trees of one block of Threads threads over floats, every thread holding a value
+// and then only those marked in `valid_in`; and the order-preserving tree over affine maps.
+struct affine {  // x -> a * x + b over 32-bit unsigned integers: associative, not commutative
+  std::uint32_t a;
+  std::uint32_t b;
+};
+struct compose {  // compose(f, g) applies g first, then f
+  __host__ __device__ affine operator()(const affine& f, const affine& g) const {
+    return {f.a * g.a, f.a * g.b + f.b};
+  }
+};
+
+template <int Threads>
+__global__ void block_trees(const float* in, const unsigned char* valid_in, const affine* maps, float* all_out,
+                            float* some_out, affine* ordered_out, bool* some_any, bool* ordered_any) {
+  const float v = in[threadIdx.x];
+  const float all = tally::block::reduce<Threads>(v, tally::plus<float>{});
+  bool valid = valid_in[threadIdx.x] != 0;
+  const float some = tally::block::reduce<Threads>(v, valid, tally::plus<float>{});
+  bool map_valid = valid_in[threadIdx.x] != 0;
+  const affine ordered = tally::block::reduce_ordered<Threads>(maps[threadIdx.x], map_valid, compose{});
+  if (threadIdx.x == 0) {
+    *all_out = all;
+    *some_out = some;
+    *ordered_out = ordered;
+    *some_any = valid;
+    *ordered_any = map_valid;
+  }
+}
+
+// The host's replay of the shuffle-down tree on 32 lanes, empty lanes leaving the other side.
+struct lane_float {
+  float value;
+  bool valid;
+};
+lane_float shuffle_tree_of_32(std::vector<lane_float> lanes) {
+  for (int d = 16; d > 0; d /= 2)
+    for (int i = 0; i + d < 32; ++i) {  // ascending: lane i + d is read before it is updated
+      if (!lanes[i + d].valid) continue;
+      lanes[i].value = lanes[i].valid ? lanes[i].value + lanes[i + d].value : lanes[i + d].value;
+      lanes[i].valid = true;
+    }
+  return lanes[0];
+}
+lane_float block_tree_replay(const std::vector<float>& v, const std::vector<unsigned char>& valid) {
+  const int warps = int(v.size()) / 32;
+  std::vector<lane_float> warp_results(32, lane_float{0.0f, false});
+  for (int w = 0; w < warps; ++w) {
+    std::vector<lane_float> lanes(32);
+    for (int l = 0; l < 32; ++l) lanes[l] = {v[w * 32 + l], valid[w * 32 + l] != 0};
+    warp_results[w] = shuffle_tree_of_32(lanes);
+  }
+  return shuffle_tree_of_32(warp_results);
+}
+
+template <int Threads>
+void check_block_trees(std::mt19937_64& rng) {
+  std::vector<float> v(Threads);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-24, 24);  // rounding depends on the order
+  for (auto& x : v) x = std::ldexp(mantissa(rng), exponent(rng));
+  std::vector<unsigned char> valid(Threads);
+  std::bernoulli_distribution coin(0.3);
+  for (auto& f : valid) f = coin(rng) ? 1 : 0;
+  std::vector<affine> maps(Threads);
+  for (auto& m : maps) m = {std::uint32_t(rng()) | 1u, std::uint32_t(rng())};
+
+  tally_test::device_buffer<float> in(v);
+  tally_test::device_buffer<unsigned char> valid_in(valid);
+  tally_test::device_buffer<affine> maps_in(maps);
+  tally_test::device_value<float> all_out, some_out;  // poisoned until written
+  tally_test::device_value<affine> ordered_out;
+  tally_test::device_value<bool> some_any, ordered_any;
+  block_trees<Threads><<<1, Threads>>>(in.data(), valid_in.data(), maps_in.data(), all_out.get(), some_out.get(),
+                                       ordered_out.get(), some_any.get(), ordered_any.get());
+  TEST_CUDA(cudaGetLastError());
+  const float all = all_out.read();
+  const float some = some_out.read();
+  const affine ordered = ordered_out.read();
+
+  const lane_float want_all = block_tree_replay(v, std::vector<unsigned char>(Threads, 1));
+  const lane_float want_some = block_tree_replay(v, valid);
+  affine want_ordered{1, 0};
+  bool want_any = false;
+  for (int t = 0; t < Threads; ++t)
+    if (valid[t]) {
+      want_ordered = want_any ? compose{}(want_ordered, maps[t]) : maps[t];
+      want_any = true;
+    }
+  std::uint32_t got_bits, want_bits;
+  std::memcpy(&got_bits, &all, 4);
+  std::memcpy(&want_bits, &want_all.value, 4);
+  EXPECT_EQ(got_bits, want_bits) << Threads << " threads, every thread holding a value";
+  ASSERT_EQ(some_any.read(), want_some.valid);
+  if (want_some.valid) {
+    std::memcpy(&got_bits, &some, 4);
+    std::memcpy(&want_bits, &want_some.value, 4);
+    EXPECT_EQ(got_bits, want_bits) << Threads << " threads, some holding a value";
+  }
+  ASSERT_EQ(ordered_any.read(), want_any);
+  if (want_any) {
+    EXPECT_EQ(ordered.a, want_ordered.a) << Threads << " threads, ordered";
+    EXPECT_EQ(ordered.b, want_ordered.b) << Threads << " threads, ordered";
   }
 }
 
@@ -93,6 +202,21 @@ TEST_F(building_blocks, block_reduce_of_structs_and_partial_blocks) {
     EXPECT_EQ(got_max[b], mx) << "block " << b;
     EXPECT_EQ(got_even[b], int(even)) << "block " << b;
     EXPECT_TRUE(got_any[b]) << "block " << b;
+  }
+}
+
+// The block trees fold the warps' results on the lanes that hold one only (3 levels for 8
+// warps); the bits must be those of the 32-lane tree with the other lanes empty, for warp
+// counts that are powers of two and those that are not.
+TEST_F(building_blocks, block_trees_give_the_bits_of_the_full_lane_tree) {
+  seeded s(3);
+  SCOPED_TRACE(s.trace());
+  for (int round = 0; round < 20; ++round) {
+    check_block_trees<32>(s.rng);
+    check_block_trees<96>(s.rng);
+    check_block_trees<160>(s.rng);
+    check_block_trees<256>(s.rng);
+    check_block_trees<1024>(s.rng);
   }
 }
 

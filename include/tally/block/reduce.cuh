@@ -5,6 +5,8 @@
 
 #include "tally/warp/reduce.cuh"
 
+#include <type_traits>
+
 namespace tally::block {
 
 namespace detail {
@@ -24,15 +26,17 @@ __device__ T fold_warps(T value, bool& valid, Op& op) {
   __shared__ reduce_storage<T, warps> storage;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp_id = threadIdx.x / 32;
-  const auto warp_tree = [&op](T v, bool& ok) {
+  // The tree over the warps' results runs on the lanes that hold one (warp::detail).
+  constexpr unsigned warp_lanes = tally::warp::detail::lanes_covering(warps);
+  const auto warp_tree = [&op](auto lanes, T v, bool& ok) {
     if constexpr (Ordered) {
-      return tally::warp::reduce_ordered(v, ok, op);
+      return tally::warp::detail::reduce_ordered_lanes<decltype(lanes)::value>(v, ok, op);
     } else {
-      return tally::warp::reduce(v, ok, op);
+      return tally::warp::detail::reduce_lanes<decltype(lanes)::value>(v, ok, op);
     }
   };
 
-  value = warp_tree(value, valid);
+  value = warp_tree(std::integral_constant<unsigned, 32>{}, value, valid);
   __syncthreads();  // an earlier call may still be reading the storage
   if (lane == 0) {
     storage.slots()[warp_id] = value;
@@ -42,7 +46,7 @@ __device__ T fold_warps(T value, bool& valid, Op& op) {
   if (warp_id == 0) {
     valid = lane < warps && storage.valid[lane];
     if (lane < warps) value = storage.slots()[lane];
-    value = warp_tree(value, valid);
+    value = warp_tree(std::integral_constant<unsigned, warp_lanes>{}, value, valid);
   }
   return value;
 }
@@ -70,11 +74,16 @@ __device__ T reduce(T value, Op op) {
   if (lane == 0) storage.slots()[warp_id] = value;
   __syncthreads();
   if (warp_id == 0) {
-    // Lanes past the last warp hold nothing; the tree over `warps` slots matches the
-    // validity-aware version exactly.
-    bool valid = lane < warps;
-    if (valid) value = storage.slots()[lane];
-    value = tally::warp::reduce(value, valid, op);
+    // Lanes past the last warp hold nothing: the tree over `warps` slots is the
+    // validity-aware one, which needs no flags where `warps` is a power of two.
+    constexpr unsigned warp_lanes = tally::warp::detail::lanes_covering(warps);
+    if (lane < warps) value = storage.slots()[lane];
+    if constexpr (warp_lanes == warps) {
+      value = tally::warp::detail::reduce_lanes<warp_lanes>(value, op);
+    } else {
+      bool valid = lane < warps;
+      value = tally::warp::detail::reduce_lanes<warp_lanes>(value, valid, op);
+    }
   }
   return value;
 }
