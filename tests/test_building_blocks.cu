@@ -205,15 +205,16 @@ TEST_F(building_blocks, block_reduce_of_structs_and_partial_blocks) {
   }
 }
 
-// The block trees fold the warps' results on the lanes that hold one only (3 levels for 8
-// warps); the bits must be those of the 32-lane tree with the other lanes empty, for warp
-// counts that are powers of two and those that are not.
+// The block trees fold the warps' results on the lanes that hold one only (by shuffles, or
+// by thread 0 from the slots for up to 8 warps); the bits must be those of the 32-lane
+// tree with the other lanes empty, for warp counts that are powers of two and others.
 TEST_F(building_blocks, block_trees_give_the_bits_of_the_full_lane_tree) {
   seeded s(3);
   SCOPED_TRACE(s.trace());
   for (int round = 0; round < 20; ++round) {
     check_block_trees<32>(s.rng);
     check_block_trees<96>(s.rng);
+    check_block_trees<128>(s.rng);
     check_block_trees<160>(s.rng);
     check_block_trees<256>(s.rng);
     check_block_trees<1024>(s.rng);

@@ -199,6 +199,33 @@ TEST(extrema_combine, a_candidate_made_at_a_position_becomes_the_one_made_at_its
   EXPECT_EQ(p.max.index, first_index + 3);
 }
 
+// A tile's partial goes through the scratch with positions from the tile's first element
+// (reduce_kernel.cuh, position_codec): localize must undo globalize exactly, up to 2^32 - 1
+// past the tile's first index, with the min and the max at different positions.
+TEST(extrema_combine, a_partial_localized_to_its_tile_comes_back_unchanged) {
+  const int values[] = {7, -2};
+  const std::int64_t tile_first = (std::int64_t(3) << 32) + 11;
+  const tally::detail::read_candidate<const int*, int> one{values};
+  for (const std::uint32_t position : {0u, 1u, 0x7fffffffu, 0xffffffffu}) {
+    const tally::detail::indexed_value<int> c{-2, tile_first + position};
+    const auto local = one.localize(c, tile_first);
+    EXPECT_EQ(local.index, position);
+    const auto back = one.globalize(local, tile_first);
+    EXPECT_EQ(back.value, c.value);
+    EXPECT_EQ(back.index, c.index);
+  }
+  const tally::detail::read_candidate_pair<const int*, int> both{values};
+  const tally::detail::min_and_max<int> p{{-2, tile_first + 0xfffffffe}, {7, tile_first + 4}};
+  const auto local = both.localize(p, tile_first);
+  EXPECT_EQ(local.min.index, 0xfffffffeu);
+  EXPECT_EQ(local.max.index, 4u);
+  const auto back = both.globalize(local, tile_first);
+  EXPECT_EQ(back.min.value, -2);
+  EXPECT_EQ(back.min.index, p.min.index);
+  EXPECT_EQ(back.max.value, 7);
+  EXPECT_EQ(back.max.index, p.max.index);
+}
+
 // ---- host ----
 
 template <class T>

@@ -122,7 +122,8 @@ struct keep_min_and_max {
 // Over a raw pointer, dispatch reads the elements 16 bytes at a time and calls make()
 // itself (detail/transform_views.cuh, reads_base_at_index).
 // make_local and globalize: the same candidates with a 32-bit position from a first index
-// (detail/transform_views.cuh, indexed_vector_loader).
+// (detail/transform_views.cuh, indexed_vector_loader); localize undoes globalize, for a
+// tile's partial on its way through the scratch (detail/reduce_kernel.cuh, partial_codec).
 template <class It, class V>
 struct read_candidate {
   using reads_base_at_index = void;
@@ -139,6 +140,9 @@ struct read_candidate {
   }
   __host__ __device__ indexed_value<V> globalize(const local_type& c, std::int64_t first_index) const {
     return {c.value, first_index + std::int64_t(c.index)};
+  }
+  __host__ __device__ local_type localize(const indexed_value<V>& c, std::int64_t first_index) const {
+    return {c.value, std::uint32_t(c.index - first_index)};
   }
   // A host-only iterator (std::vector's) is read only under a host policy.
 #pragma nv_exec_check_disable
@@ -165,6 +169,9 @@ struct read_candidate_pair {
   }
   __host__ __device__ min_and_max<V> globalize(const local_type& c, std::int64_t first_index) const {
     return {{c.min.value, first_index + std::int64_t(c.min.index)}, {c.max.value, first_index + std::int64_t(c.max.index)}};
+  }
+  __host__ __device__ local_type localize(const min_and_max<V>& c, std::int64_t first_index) const {
+    return {{c.min.value, std::uint32_t(c.min.index - first_index)}, {c.max.value, std::uint32_t(c.max.index - first_index)}};
   }
   // As read_candidate: a host-only iterator is read only under a host policy.
 #pragma nv_exec_check_disable

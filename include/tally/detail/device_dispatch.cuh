@@ -104,7 +104,6 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     return;
   }
   const stream_scratch scratch = scratch_for(device, policy.stream());
-  auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
 
   if constexpr (fits_atomic_word_v<Acc>) {
     if (atomic) {
@@ -120,15 +119,20 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     }
   }
 
+  using codec_for = partial_codec_for<Acc, Loader>;
+  using codec_t = typename codec_for::type;
+  const codec_t codec = codec_for::make(load);
+  auto* cells = static_cast<partial_cell<typename codec_t::partial_type>*>(scratch.partials);
   if (chosen == tally::strategy::two_pass) {
-    launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
-    fold_partials_kernel<Acc, Op, Out><<<1, block_threads, 0, policy.stream()>>>(plan.tiles, init, op, cells, out,
-                                                                                  ready);
+    launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op, codec_t>>(plan, policy, device, load, plan, op, codec,
+                                                                            cells);
+    fold_partials_kernel<Acc, Op, Out, codec_t><<<1, block_threads, 0, policy.stream()>>>(
+        plan.tiles, plan.tile_items, init, op, codec, cells, out, ready);
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  launch_on_plan_grid<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,
-                                                                           cells, out, ready);
+  launch_on_plan_grid<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(plan, policy, device, load, plan,
+                                                                                    init, op, codec, cells, out, ready);
 }
 
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.

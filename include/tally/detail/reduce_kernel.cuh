@@ -89,6 +89,40 @@ template <class Loader, class Op>
 struct folds_local_positions<Loader, Op, std::enable_if_t<!std::is_void_v<typename Loader::local_type>>>
     : std::bool_constant<TALLY_TUNE_LOCAL_POSITIONS && has_in_order_combine<Op, typename Loader::local_type>::value> {};
 
+// How a tile partial travels through the scratch. As it is, in general. A loader of local
+// candidates (extrema) sends it in that form, positions counted from the tile's first
+// element, and block 0 makes the index again as it reads it: half the words to publish and
+// to poll for minmax_element (16 bytes instead of 32), the poll being on the reduction's
+// critical path (benchmarks/RESULTS.md). Dispatch has checked that a tile's positions fit
+// in 32 bits (local_positions_fit).
+template <class Acc>
+struct identity_codec {
+  using partial_type = Acc;
+  __device__ __forceinline__ const Acc& encode(const Acc& value, std::uint64_t) const { return value; }
+  __device__ __forceinline__ const Acc& decode(const Acc& partial, std::uint64_t) const { return partial; }
+};
+template <class Acc, class Loader>
+struct position_codec {
+  using partial_type = typename Loader::local_type;
+  Loader load;
+  __device__ __forceinline__ partial_type encode(const Acc& value, std::uint64_t tile_begin) const {
+    return load.localize(value, tile_begin);
+  }
+  __device__ __forceinline__ Acc decode(const partial_type& partial, std::uint64_t tile_begin) const {
+    return static_cast<Acc>(load.globalize(partial, tile_begin));
+  }
+};
+template <class Acc, class Loader, class = void>
+struct partial_codec_for {
+  using type = identity_codec<Acc>;
+  static type make(const Loader&) { return {}; }
+};
+template <class Acc, class Loader>
+struct partial_codec_for<Acc, Loader, std::enable_if_t<!std::is_void_v<typename Loader::local_type>>> {
+  using type = position_codec<Acc, Loader>;
+  static type make(const Loader& load) { return {load}; }
+};
+
 // One step's chunks of one thread, in registers: what it fetches, and its elements in
 // the plan's order.
 template <int VW, class Loader>
@@ -361,9 +395,10 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int
 // The first step of a block's next full tile is fetched before the block reduction of the
 // current one, so a block keeps its loads in flight from one tile to the next: with
 // one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
-template <class Acc, int VW, class Loader, class Op>
+template <class Acc, int VW, class Loader, class Op, class Codec>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                partial_cell<Acc>* cells) {
+                                                const Codec& codec,
+                                                partial_cell<typename Codec::partial_type>* cells) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
@@ -380,7 +415,7 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     } else {
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
-    if (threadIdx.x == 0) cells[tile].publish(partial);
+    if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)));
   }
 }
 
@@ -388,13 +423,17 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 // t + block_threads, ... in order, then the block tree. A batch of cells is polled at a
 // time, so the L2 latencies overlap; a cell not yet published is polled again together
 // with the rest of its batch until it is. Every cell read is cleared for the next call.
-template <class Acc, class Op>
-__device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op) {
+template <class Acc, class Op, class Codec>
+__device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
+                                       std::uint64_t tiles, std::uint64_t tile_items, Op& op) {
+  using partial_t = typename Codec::partial_type;
+  // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
+  // polled 16 at a time measured slower than 4 at a time (benchmarks/RESULTS.md).
   constexpr int batch = sizeof(Acc) <= 8 ? TALLY_TUNE_FOLD_BATCH : (sizeof(Acc) <= 32 ? 4 : 1);
   Acc acc{};
   bool valid = false;
   for (std::uint64_t base = threadIdx.x; base < tiles; base += std::uint64_t(batch) * block_threads) {
-    Acc value[batch];
+    partial_t value[batch];
     bool ready[batch];
 #pragma unroll
     for (int j = 0; j < batch; ++j) {
@@ -413,7 +452,8 @@ __device__ Acc fold_published_partials(partial_cell<Acc>* cells, std::uint64_t t
         }
       }
       cells[k].clear();
-      acc = valid ? static_cast<Acc>(op(acc, value[j])) : value[j];
+      const Acc partial = codec.decode(value[j], k * tile_items);
+      acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
       valid = true;
     }
   }
@@ -433,30 +473,32 @@ __global__ void __launch_bounds__(block_threads)
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
-template <class Acc, int VW, class Loader, class Op, class Out>
+template <class Acc, int VW, class Loader, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
-    single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
-                              unsigned int* ready) {
-  reduce_my_tiles<Acc, VW>(load, plan, op, cells);
+    single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
+                              partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready) {
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells);
   // Block 0 waits only on blocks that need nothing from it, so every block finishes
   // whatever the order in which the GPU schedules them.
   if (blockIdx.x != 0) return;
-  const Acc total = fold_published_partials(cells, plan.tiles, op);
+  const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
 // Two pass: the first launch publishes the partials, the second folds them (same bits as
 // the single pass).
-template <class Acc, int VW, class Loader, class Op>
+template <class Acc, int VW, class Loader, class Op, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
-    tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
-  reduce_my_tiles<Acc, VW>(load, plan, op, cells);
+    tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
+                         partial_cell<typename Codec::partial_type>* cells) {
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells);
 }
 
-template <class Acc, class Op, class Out>
+template <class Acc, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads)
-    fold_partials_kernel(std::uint64_t tiles, Acc init, Op op, partial_cell<Acc>* cells, Out* out, unsigned int* ready) {
-  const Acc total = fold_published_partials(cells, tiles, op);
+    fold_partials_kernel(std::uint64_t tiles, std::uint64_t tile_items, Acc init, Op op, Codec codec,
+                         partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready) {
+  const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 

@@ -182,6 +182,11 @@ struct indexed_vector_loader {
   __device__ __forceinline__ V globalize(const L& local, std::uint64_t first) const {
     return static_cast<V>(f.globalize(local, offset + static_cast<std::int64_t>(first)));
   }
+  // The inverse, for a value whose indices lie in [first, first + 2^32) of the view.
+  template <class A, class L = local_type>
+  __device__ __forceinline__ L localize(const A& value, std::uint64_t first) const {
+    return f.localize(static_cast<V>(value), offset + static_cast<std::int64_t>(first));
+  }
 
   __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
     const uint4 raw = __ldg(reinterpret_cast<const uint4*>(f.first + offset + static_cast<std::int64_t>(first)));
