@@ -43,17 +43,15 @@ int resident_blocks_per_sm(Kernel kernel, int device, std::atomic<int>* cache, i
   return blocks;
 }
 
-// The blocks that reduce tiles: every block resident at once on this device (more would
-// only queue), less the reserved ones that take resident places for other work, never more
-// blocks than tiles. The result does not depend on it.
+// The grid: every block resident at once on this device (more would only queue), never
+// more blocks than tiles. The result does not depend on it.
 template <class Kernel>
 std::uint64_t grid_for(Kernel kernel, const reduction_plan& plan, const device_policy& policy, int device,
-                       std::atomic<int>* occupancy_cache, int cache_size, unsigned reserved = 0) {
+                       std::atomic<int>* occupancy_cache, int cache_size) {
   std::uint64_t grid = policy.forced_grid_size();
   if (grid == 0) {
     grid = std::uint64_t(properties(device).multiprocessors) *
            resident_blocks_per_sm(kernel, device, occupancy_cache, cache_size);
-    grid = grid > reserved ? grid - reserved : 1;
   }
   return grid < plan.tiles ? grid : plan.tiles;
 }
@@ -81,15 +79,14 @@ tally::strategy choose_strategy(const device_policy& policy, const char* algorit
   return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
 }
 
-// Launches Kernel on the plan's grid (grid_for) on the policy's stream, plus FoldBlocks
-// blocks that reduce no tile (the single pass's block 0); a forced grid size counts the tile
-// blocks. Kernel is a template argument so that each kernel has its own occupancy cache.
-template <auto Kernel, unsigned FoldBlocks = 0, class... Args>
+// Launches Kernel on the plan's grid (grid_for) on the policy's stream. Kernel is a template
+// argument so that each kernel has its own occupancy cache.
+template <auto Kernel, class... Args>
 void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
   constexpr int cached_devices = 64;
   static std::atomic<int> occupancy[cached_devices];
-  const auto grid = grid_for(Kernel, plan, policy, device, occupancy, cached_devices, FoldBlocks);
-  Kernel<<<unsigned(grid + FoldBlocks), block_threads, 0, policy.stream()>>>(args...);
+  const auto grid = grid_for(Kernel, plan, policy, device, occupancy, cached_devices);
+  Kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(args...);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -134,8 +131,8 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  launch_on_plan_grid<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>, single_pass_fold_blocks>(
-      plan, policy, device, load, plan, init, op, codec, cells, out, ready);
+  launch_on_plan_grid<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(plan, policy, device, load, plan,
+                                                                                    init, op, codec, cells, out, ready);
 }
 
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.

@@ -1,9 +1,8 @@
 #pragma once
 // The reduction kernels. Blocks reduce the plan's tiles into partials and one block folds
 // the partials in the plan's fixed order, then writes op(init, total):
-//   single pass  block 0 reduces no tile: from the kernel's start it folds each partial
-//                as soon as it is published (a ready flag beside every partial, cleared
-//                again by block 0); blocks 1, 2, ... reduce the tiles
+//   single pass  block 0, after its own tiles, folds each partial as soon as it is
+//                published (a ready flag beside every partial, cleared again by block 0)
 //   two pass     a second launch folds them
 // The atomic strategies (atomic_reduce_kernel) combine block or warp results with atomics
 // instead; their order is not fixed, so they are reproducible only for exact integer ops.
@@ -395,26 +394,26 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int
   }
 }
 
-// Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
+// Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
 // The first step of a block's next full tile is fetched before the block reduction of the
 // current one, so a block keeps its loads in flight from one tile to the next: with
 // one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
 template <class Acc, int VW, class Loader, class Op, class Codec>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
-                                                std::uint64_t first_tile, std::uint64_t tile_stride) {
+                                                const Codec& codec,
+                                                partial_cell<typename Codec::partial_type>* cells) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
     if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
   };
-  if constexpr (prefetch) fetch_if_full(first_tile);
-  for (std::uint64_t tile = first_tile; tile < plan.tiles; tile += tile_stride) {
+  if constexpr (prefetch) fetch_if_full(blockIdx.x);
+  for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
     Acc partial;
     if (plan.tile_is_full(tile)) {
       if constexpr (!prefetch) fetch_if_full(tile);
       const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
-      if constexpr (prefetch) fetch_if_full(tile + tile_stride);
+      if constexpr (prefetch) fetch_if_full(tile + gridDim.x);
       partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
     } else {
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
@@ -424,12 +423,9 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 }
 
 // The plan's fold of the tile partials, by one whole block: thread t folds partials t,
-// t + block_threads, ... in order, then the block tree. A batch of cells is read at once,
-// so the L2 latencies overlap; a cell not yet published is then polled alone until it is,
-// and the next one after it. In the single pass this block polls from the kernel's start,
-// and polling the rest of the batch as well kept so many loads in flight that the tile
-// block beside it on its SM fell behind (2^24 floats: 28.3-28.7 us instead of 26.5,
-// benchmarks/RESULTS.md). Every cell read is cleared for the next call.
+// t + block_threads, ... in order, then the block tree. A batch of cells is polled at a
+// time, so the L2 latencies overlap; a cell not yet published is polled again together
+// with the rest of its batch until it is. Every cell read is cleared for the next call.
 template <class Acc, class Op, class Codec>
 __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
                                        std::uint64_t tiles, std::uint64_t tile_items, Op& op) {
@@ -451,7 +447,13 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
     for (int j = 0; j < batch; ++j) {
       const std::uint64_t k = base + std::uint64_t(j) * block_threads;
       if (k >= tiles) break;
-      while (!ready[j]) ready[j] = cells[k].try_read(value[j]);
+      while (!ready[j]) {
+#pragma unroll
+        for (int i = j; i < batch; ++i) {
+          const std::uint64_t ki = base + std::uint64_t(i) * block_threads;
+          if (!ready[i] && ki < tiles) ready[i] = cells[ki].try_read(value[i]);
+        }
+      }
       cells[k].clear();
       const Acc partial = codec.decode(value[j], k * tile_items);
       acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
@@ -474,23 +476,14 @@ __global__ void __launch_bounds__(block_threads)
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
-// The single pass. Block 0 reduces no tile: it folds the partials from the kernel's start,
-// each as soon as it is published, so that when the last one lands only its fold and the
-// block tree are left; before, block 0 reduced its share of the tiles first and then read
-// every partial, a round trip to L2 and more on the reduction's critical path (0.3-0.5 us
-// at 2^16-2^22 floats on the H100, benchmarks/RESULTS.md). Blocks 1, 2, ... reduce the
-// tiles. Block 0 waits only on blocks that need nothing from it, so every block finishes
-// whatever the order in which the GPU schedules them.
-inline constexpr unsigned single_pass_fold_blocks = 1;
 template <class Acc, int VW, class Loader, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
                               partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready) {
-  if (blockIdx.x != 0) {
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, blockIdx.x - single_pass_fold_blocks,
-                             gridDim.x - single_pass_fold_blocks);
-    return;
-  }
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells);
+  // Block 0 waits only on blocks that need nothing from it, so every block finishes
+  // whatever the order in which the GPU schedules them.
+  if (blockIdx.x != 0) return;
 #if TALLY_TUNE_SKIP_FOLD  // timing probe only: the answer is wrong
   if (threadIdx.x == 0) publish(out, static_cast<Out>(init), ready);
   return;
@@ -505,7 +498,7 @@ template <class Acc, int VW, class Loader, class Op, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
                          partial_cell<typename Codec::partial_type>* cells) {
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, blockIdx.x, gridDim.x);
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells);
 }
 
 template <class Acc, class Op, class Out, class Codec>
