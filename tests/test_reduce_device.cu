@@ -108,6 +108,33 @@ TEST_F(device_determinism, same_bits_over_repeated_runs_and_any_grid_size) {
   }
 }
 
+// Block 0 of a single pass reduces no tile while the tiles number at most fold_block_gate
+// per tile block, and otherwise reduces tiles first (fold_block_role in reduce_kernel.cuh).
+// Forced grids put tile counts on both sides of that gate: the bits are the host's either
+// way, and integer sums are exact.
+TEST_F(device_determinism, same_bits_on_both_sides_of_the_fold_block_gate) {
+  for (unsigned grid : {2u, 3u, 7u, 40u}) {
+    const std::uint64_t gate_tiles = tally::detail::fold_block_gate * (grid - 1);
+    for (std::uint64_t tiles : {gate_tiles - 1, gate_tiles, gate_tiles + 1}) {
+      const std::size_t tile_items = tally::detail::make_plan_for<float>(1).step_items;  // one-step tiles
+      for (std::size_t n : {std::size_t(tiles * tile_items), std::size_t(tiles * tile_items - 777)}) {
+        ASSERT_EQ(tally::detail::make_plan_for<float>(n).tiles, tiles) << "n = " << n;
+        ASSERT_EQ(tally::detail::make_plan_for<int>(n).tiles, tiles) << "n = " << n;
+        seeded s(330 + n + grid);
+        SCOPED_TRACE("grid = " + std::to_string(grid) + ", n = " + std::to_string(n) + ", " + s.trace());
+        const auto f = random_values<float>(n, s.rng);
+        const auto v = random_values<int>(n, s.rng);
+        device_buffer<float> df(f);
+        device_buffer<int> dv(v);
+        const auto policy = tally::device.grid_size(grid);
+        EXPECT_EQ(bits_of(tally::reduce(policy, df.begin(), df.end(), 0.5f)),
+                  bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.5f)));
+        EXPECT_EQ(tally::reduce(policy, dv.begin(), dv.end(), 3), reference_sum<int>(v, 0, n, 3));
+      }
+    }
+  }
+}
+
 TEST_F(device_determinism, double_sums_equal_the_host_for_large_inputs) {
   seeded s(310);
   SCOPED_TRACE(s.trace());

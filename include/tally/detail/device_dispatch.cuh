@@ -43,16 +43,22 @@ int resident_blocks_per_sm(Kernel kernel, int device, std::atomic<int>* cache, i
   return blocks;
 }
 
-// The grid: every block resident at once on this device (more would only queue), never
-// more blocks than tiles. The result does not depend on it.
+// Every block resident at once on this device (more would only queue), or the forced
+// grid size. The result does not depend on it.
+template <class Kernel>
+std::uint64_t resident_grid(Kernel kernel, const device_policy& policy, int device, std::atomic<int>* occupancy_cache,
+                            int cache_size) {
+  const std::uint64_t forced = policy.forced_grid_size();
+  if (forced != 0) return forced;
+  return std::uint64_t(properties(device).multiprocessors) *
+         resident_blocks_per_sm(kernel, device, occupancy_cache, cache_size);
+}
+
+// The grid: resident_grid, never more blocks than tiles.
 template <class Kernel>
 std::uint64_t grid_for(Kernel kernel, const reduction_plan& plan, const device_policy& policy, int device,
                        std::atomic<int>* occupancy_cache, int cache_size) {
-  std::uint64_t grid = policy.forced_grid_size();
-  if (grid == 0) {
-    grid = std::uint64_t(properties(device).multiprocessors) *
-           resident_blocks_per_sm(kernel, device, occupancy_cache, cache_size);
-  }
+  const std::uint64_t grid = resident_grid(kernel, policy, device, occupancy_cache, cache_size);
   return grid < plan.tiles ? grid : plan.tiles;
 }
 
@@ -87,6 +93,24 @@ void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy
   static std::atomic<int> occupancy[cached_devices];
   const auto grid = grid_for(Kernel, plan, policy, device, occupancy, cached_devices);
   Kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(args...);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+// Launches the single pass with block 0's role (fold_block_role, reduce_kernel.cuh): it
+// reduces no tile while the tiles are at most fold_block_gate per tile block, and the
+// grid then has one block more than the tiles need. A forced grid size counts every block.
+template <auto Kernel, class... Args>
+void launch_single_pass(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
+  constexpr int cached_devices = 64;
+  static std::atomic<int> occupancy[cached_devices];
+  const std::uint64_t resident = resident_grid(Kernel, policy, device, occupancy, cached_devices);
+  std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
+  fold_block_role role = fold_block_role::reduces_first;
+  if (resident >= 2 && plan.tiles <= fold_block_gate * (resident - 1)) {
+    role = fold_block_role::folds_only;
+    grid = (resident - 1 < plan.tiles ? resident - 1 : plan.tiles) + 1;
+  }
+  Kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(args..., role);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -131,8 +155,8 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  launch_on_plan_grid<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(plan, policy, device, load, plan,
-                                                                                    init, op, codec, cells, out, ready);
+  launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(plan, policy, device, load, plan,
+                                                                                   init, op, codec, cells, out, ready);
 }
 
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.

@@ -1,8 +1,10 @@
 #pragma once
 // The reduction kernels. Blocks reduce the plan's tiles into partials and one block folds
 // the partials in the plan's fixed order, then writes op(init, total):
-//   single pass  block 0, after its own tiles, folds each partial as soon as it is
-//                published (a ready flag beside every partial, cleared again by block 0)
+//   single pass  block 0 folds each partial as soon as it is published (a ready flag
+//                beside every partial, cleared again by block 0). Where the tiles are few
+//                for the grid, block 0 reduces none of them and polls from the start;
+//                otherwise it first reduces the smallest share of them (fold_block_role)
 //   two pass     a second launch folds them
 // The atomic strategies (atomic_reduce_kernel) combine block or warp results with atomics
 // instead; their order is not fixed, so they are reproducible only for exact integer ops.
@@ -23,6 +25,15 @@
 #endif
 #ifndef TALLY_TUNE_SKIP_FOLD
 #define TALLY_TUNE_SKIP_FOLD 0
+#endif
+#ifndef TALLY_TUNE_FOLD_BLOCK_GATE
+#define TALLY_TUNE_FOLD_BLOCK_GATE 2  // block 0 reduces no tile while tiles <= this x tile blocks
+#endif
+#ifndef TALLY_TUNE_FOLDER_FEWEST_TILES
+#define TALLY_TUNE_FOLDER_FEWEST_TILES 1  // otherwise block 0 takes the smallest share of them
+#endif
+#ifndef TALLY_TUNE_POLL_ALONE
+#define TALLY_TUNE_POLL_ALONE 1  // a missing partial is polled alone, not with its batch
 #endif
 #ifndef TALLY_TUNE_MIN_BLOCKS
 #define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
@@ -394,26 +405,26 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int
   }
 }
 
-// Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
+// Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
 // The first step of a block's next full tile is fetched before the block reduction of the
 // current one, so a block keeps its loads in flight from one tile to the next: with
 // one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
 template <class Acc, int VW, class Loader, class Op, class Codec>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                const Codec& codec,
-                                                partial_cell<typename Codec::partial_type>* cells) {
+                                                const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
+                                                std::uint64_t first_tile, std::uint64_t tile_stride) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
     if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
   };
-  if constexpr (prefetch) fetch_if_full(blockIdx.x);
-  for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
+  if constexpr (prefetch) fetch_if_full(first_tile);
+  for (std::uint64_t tile = first_tile; tile < plan.tiles; tile += tile_stride) {
     Acc partial;
     if (plan.tile_is_full(tile)) {
       if constexpr (!prefetch) fetch_if_full(tile);
       const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
-      if constexpr (prefetch) fetch_if_full(tile + gridDim.x);
+      if constexpr (prefetch) fetch_if_full(tile + tile_stride);
       partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
     } else {
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
@@ -423,9 +434,12 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 }
 
 // The plan's fold of the tile partials, by one whole block: thread t folds partials t,
-// t + block_threads, ... in order, then the block tree. A batch of cells is polled at a
-// time, so the L2 latencies overlap; a cell not yet published is polled again together
-// with the rest of its batch until it is. Every cell read is cleared for the next call.
+// t + block_threads, ... in order, then the block tree. A batch of cells is read at once,
+// so the L2 latencies overlap; a cell not yet published is then polled alone until it is,
+// and the next one after it. (Polling the rest of its batch as well kept so many loads in
+// flight, from a block 0 that polls from the kernel's start, that the tile block beside it
+// on its SM fell behind: benchmarks/RESULTS.md.) Every cell read is cleared for the next
+// call.
 template <class Acc, class Op, class Codec>
 __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
                                        std::uint64_t tiles, std::uint64_t tile_items, Op& op) {
@@ -447,6 +461,9 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
     for (int j = 0; j < batch; ++j) {
       const std::uint64_t k = base + std::uint64_t(j) * block_threads;
       if (k >= tiles) break;
+#if TALLY_TUNE_POLL_ALONE
+      while (!ready[j]) ready[j] = cells[k].try_read(value[j]);
+#else
       while (!ready[j]) {
 #pragma unroll
         for (int i = j; i < batch; ++i) {
@@ -454,6 +471,7 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
           if (!ready[i] && ki < tiles) ready[i] = cells[ki].try_read(value[i]);
         }
       }
+#endif
       cells[k].clear();
       const Acc partial = codec.decode(value[j], k * tile_items);
       acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
@@ -476,13 +494,34 @@ __global__ void __launch_bounds__(block_threads)
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
+// What block 0 of a single pass does besides the fold, chosen by the host (single_pass_grid).
+//   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
+//                  as it is published, so when the last one lands only its fold and the
+//                  block tree are left. Blocks 1, 2, ... reduce the tiles. Taken while the
+//                  tiles are few for the grid (at most fold_block_gate per tile block):
+//                  0.2-0.7 us less at 2^14-2^20 floats on the H100.
+//   reduces_first  with many tiles (2^24 floats: 2048 on 264 blocks) a block of its own
+//                  costs a share of the read, so block 0 reduces tiles too, and takes the
+//                  share that ends soonest (block gridDim.x - 1's, the smallest where the
+//                  tiles do not divide evenly), then folds.
+// Either way block 0 waits only on blocks that need nothing from it, so every block
+// finishes whatever the order in which the GPU schedules them.
+enum class fold_block_role : unsigned { reduces_first = 0, folds_only = 1 };
+inline constexpr unsigned fold_block_gate = TALLY_TUNE_FOLD_BLOCK_GATE;
+
 template <class Acc, int VW, class Loader, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
-                              partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready) {
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells);
-  // Block 0 waits only on blocks that need nothing from it, so every block finishes
-  // whatever the order in which the GPU schedules them.
+                              partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready,
+                              fold_block_role role) {
+  const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
+  if (blockIdx.x >= fold_blocks) {
+    std::uint64_t first = blockIdx.x - fold_blocks;
+#if TALLY_TUNE_FOLDER_FEWEST_TILES
+    if (fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
+#endif
+    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, first, gridDim.x - fold_blocks);
+  }
   if (blockIdx.x != 0) return;
 #if TALLY_TUNE_SKIP_FOLD  // timing probe only: the answer is wrong, and the cells stay published
   // (uncleared), so in such a build only the single pass's own timings mean anything.
@@ -499,7 +538,7 @@ template <class Acc, int VW, class Loader, class Op, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
                          partial_cell<typename Codec::partial_type>* cells) {
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells);
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, blockIdx.x, gridDim.x);
 }
 
 template <class Acc, class Op, class Out, class Codec>
