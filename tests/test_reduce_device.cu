@@ -135,6 +135,34 @@ TEST_F(device_determinism, same_bits_on_both_sides_of_the_fold_block_gate) {
   }
 }
 
+struct halve_value {
+  __host__ __device__ float operator()(float x) const { return 0.5f * x; }
+};
+
+// Inputs above a fraction of the L2 are read with an evict-first hint (streams_reads in
+// loads.cuh), smaller ones through the read-only path: the same values, so the same bits,
+// on both sides of the threshold, for the plain and the transformed loader.
+TEST_F(device_determinism, same_bits_on_both_sides_of_the_streaming_threshold) {
+  const int device = tally::detail::current_device();
+  const std::uint64_t l2 = std::uint64_t(tally::detail::properties(device).l2_bytes);
+  const std::size_t edge = std::size_t(l2 / tally::detail::stream_reads_l2_fraction / sizeof(float));
+  const halve_value halve;
+  for (std::size_t n : {edge - 5, edge, edge + 1, edge + 4099}) {
+    const bool streams = tally::detail::streams_reads(n * sizeof(float), l2);
+    EXPECT_EQ(streams, n > edge) << "n = " << n;
+    seeded s(340 + n);
+    SCOPED_TRACE("n = " + std::to_string(n) + (streams ? ", streamed, " : ", cached, ") + s.trace());
+    const auto v = random_values<float>(n, s.rng);
+    device_buffer<float> d(v);
+    EXPECT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.25f)),
+              bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.25f)));
+    auto halved = thrust::make_transform_iterator(d.begin(), halve);
+    auto halved_host = thrust::make_transform_iterator(v.begin(), halve);
+    EXPECT_EQ(bits_of(tally::reduce(tally::device, halved, halved + n, 0.0f)),
+              bits_of(tally::reduce(tally::host, halved_host, halved_host + n, 0.0f)));
+  }
+}
+
 TEST_F(device_determinism, double_sums_equal_the_host_for_large_inputs) {
   seeded s(310);
   SCOPED_TRACE(s.trace());

@@ -176,10 +176,20 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
                                                                             cells, out, ready);
 }
 
+// Loaders with 16-byte reads carry the evict-first hint for large inputs (streams_reads).
+template <class Loader, class = void>
+struct takes_read_hint : std::false_type {};
+template <class Loader>
+struct takes_read_hint<Loader, std::void_t<decltype(Loader::bytes_per_element)>> : std::true_type {};
+
 template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
                    const device_policy& policy, int device, const char* algorithm) {
   static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
+  Loader load = given;
+  if constexpr (takes_read_hint<Loader>::value) {
+    load.streaming = streams_reads(n * Loader::bytes_per_element, std::uint64_t(properties(device).l2_bytes));
+  }
   const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
   if constexpr (is_commutative_v<Op>) {
     launch_commutative_reduce<Acc, VW>(load, n, init, op, out, ready, policy, device, chosen);

@@ -8,17 +8,52 @@
 #include <cstring>
 #include <iterator>
 
+// Inputs of more than 1 / stream_reads_l2_fraction of the L2 are read with an evict-first
+// hint (ld.global.cs): read once, they then do not push the rest of the L2 out, and on the
+// H100 the sums read them faster (0.4-0.6 us less at 2^22-2^24 floats, benchmarks/RESULTS.md).
+// Smaller inputs keep the read-only path, which leaves them in L2 for the next call.
+// TALLY_TUNE_STREAM_READS: 0 never, 1 always, 2 above the fraction (scripts/tune).
+#ifndef TALLY_TUNE_STREAM_READS
+#define TALLY_TUNE_STREAM_READS 2
+#endif
+#ifndef TALLY_TUNE_STREAM_L2_FRACTION
+#define TALLY_TUNE_STREAM_L2_FRACTION 4
+#endif
+
 namespace tally::detail {
+
+inline constexpr std::uint64_t stream_reads_l2_fraction = TALLY_TUNE_STREAM_L2_FRACTION;
+
+// Whether an input of `bytes` is read with the evict-first hint on a GPU with `l2_bytes` of L2.
+inline bool streams_reads(std::uint64_t bytes, std::uint64_t l2_bytes) {
+#if TALLY_TUNE_STREAM_READS == 0
+  return false;
+#elif TALLY_TUNE_STREAM_READS == 1
+  return true;
+#else
+  return bytes > l2_bytes / stream_reads_l2_fraction;
+#endif
+}
+
+#if defined(__CUDACC__)
+// One 16-byte read of input (16-byte aligned), evict-first where `streaming`.
+__device__ __forceinline__ uint4 read_16_bytes(const void* p, bool streaming) {
+  const auto* q = static_cast<const uint4*>(p);
+  return streaming ? __ldcs(q) : __ldg(q);
+}
+#endif
 
 // Aligned contiguous data: one 16-byte load per chunk (sizeof(V) * VW == 16).
 template <class V, int VW>
 struct vector_loader {
   static_assert(sizeof(V) * VW == 16, "vector_loader reads 16-byte chunks");
   using value_type = V;
+  static constexpr std::uint64_t bytes_per_element = sizeof(V);
   const V* data;
+  bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(data + first));
+    const uint4 raw = read_16_bytes(data + first, streaming);
     std::memcpy(out, &raw, sizeof(raw));
   }
   __device__ __forceinline__ V element(std::uint64_t i) const { return data[i]; }

@@ -109,11 +109,13 @@ struct transform_vector_loader {
   static_assert(sizeof(E) * VW == 16, "transform_vector_loader reads 16-byte chunks");
   using value_type = V;
   using raw_type = std::conditional_t<(sizeof(V) > sizeof(E)), E, void>;
+  static constexpr std::uint64_t bytes_per_element = sizeof(E);
   const E* data;
   F f;
+  bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(data + first));
+    const uint4 raw = read_16_bytes(data + first, streaming);
     std::memcpy(out, &raw, sizeof(raw));
   }
   __device__ __forceinline__ E raw_element(std::uint64_t i) const { return data[i]; }
@@ -132,13 +134,15 @@ template <class T, class E1, class E2, class V, int VW>
 struct pair_vector_loader {
   static_assert(sizeof(E1) * VW == 16 && sizeof(E2) * VW == 16, "pair_vector_loader reads 16-byte chunks");
   using value_type = V;
+  static constexpr std::uint64_t bytes_per_element = sizeof(E1) + sizeof(E2);
   const E1* a;
   const E2* b;
   T transform;
+  bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
-    const uint4 raw_a = __ldg(reinterpret_cast<const uint4*>(a + first));
-    const uint4 raw_b = __ldg(reinterpret_cast<const uint4*>(b + first));
+    const uint4 raw_a = read_16_bytes(a + first, streaming);
+    const uint4 raw_b = read_16_bytes(b + first, streaming);
     E1 x[VW];
     E2 y[VW];
     std::memcpy(x, &raw_a, sizeof(raw_a));
@@ -170,8 +174,10 @@ struct indexed_vector_loader {
   using value_type = V;
   using raw_type = E;
   using local_type = typename local_type_of<F>::type;
+  static constexpr std::uint64_t bytes_per_element = sizeof(E);
   F f;
   std::int64_t offset;
+  bool streaming = false;  // streams_reads
 
   template <class L = local_type>
   __device__ __forceinline__ L local_value(const E& e, std::uint32_t position) const {
@@ -189,7 +195,7 @@ struct indexed_vector_loader {
   }
 
   __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(f.first + offset + static_cast<std::int64_t>(first)));
+    const uint4 raw = read_16_bytes(f.first + offset + static_cast<std::int64_t>(first), streaming);
     std::memcpy(out, &raw, sizeof(raw));
   }
   __device__ __forceinline__ E raw_element(std::uint64_t i) const { return f.first[offset + static_cast<std::int64_t>(i)]; }

@@ -12,6 +12,7 @@
 // bits do not depend on alignment.
 
 #include "tally/detail/iterators.cuh"
+#include "tally/detail/loads.cuh"
 #include "tally/detail/plan.cuh"
 
 #include <cuda/std/tuple>
@@ -50,12 +51,15 @@ template <class F, class E, class V, int VW>
 struct wide_chunk_loader {
   static_assert(sizeof(E) * VW == wide_chunk_bytes, "wide_chunk_loader reads 48-byte chunks");
   using value_type = V;
+  static constexpr std::uint64_t bytes_per_element = sizeof(E);
   const E* data;
   F f;
+  bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
     const uint4* p = reinterpret_cast<const uint4*>(data + first);
-    const uint4 raw[3] = {__ldg(p), __ldg(p + 1), __ldg(p + 2)};
+    const uint4 raw[3] = {read_16_bytes(p, streaming), read_16_bytes(p + 1, streaming),
+                          read_16_bytes(p + 2, streaming)};
     E e[VW];
     std::memcpy(e, raw, sizeof(raw));
 #pragma unroll
@@ -79,15 +83,17 @@ struct base_chunk {
 template <class F, class V, int VW, class... E>
 struct zip_vector_loader {
   using value_type = V;
+  static constexpr std::uint64_t bytes_per_element = (sizeof(E) + ...);
   cuda::std::tuple<const E*...> bases;
   unsigned vector_bases;
   F f;
+  bool streaming = false;  // streams_reads
 
   template <std::size_t K, class Ek>
   __device__ __forceinline__ void load_base(std::uint64_t first, Ek (&out)[VW]) const {
     const Ek* base = cuda::std::get<K>(bases) + first;
     if (vector_bases & (1u << K)) {
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(base));
+      const uint4 raw = read_16_bytes(base, streaming);
       std::memcpy(out, &raw, sizeof(raw));
     } else {
 #pragma unroll
