@@ -35,6 +35,11 @@ using value_t = TALLY_TUNE_VALUE;
 
 __global__ void empty_kernel() {}
 
+// A sum without tally's commutative mark: it takes the order-preserving path.
+struct sum_in_order {
+  __host__ __device__ value_t operator()(value_t a, value_t b) const { return a + b; }
+};
+
 template <class F>
 double median_device_us(cudaStream_t stream, int k, int samples, F&& enqueue) {
   bench::event_timer timer;
@@ -132,6 +137,10 @@ int main(int argc, char** argv) {
     const double two_pass_us = strategy_us(policy.strategy(tally::strategy::two_pass));
     const double block_atomic_us = strategy_us(policy.nondeterministic().strategy(tally::strategy::block_atomic));
     const double warp_atomic_us = strategy_us(policy.nondeterministic().strategy(tally::strategy::warp_atomic));
+    const double ordered_us = median_device_us(stream, k, samples, [&] {
+      const value_t* in = input.next();
+      tally::reduce_into(policy, in, in + n, out, value_t{}, sum_in_order{});
+    });
     {
       // The extrema's reductions, enqueued as tally::min_element and minmax_element run them
       // (as bench_family's device timings do).
@@ -161,9 +170,9 @@ int main(int argc, char** argv) {
       BENCH_CUDA_CHECK(cudaFree(minmax_out));
     }
     std::printf("%-8s N=2^%-2d tally %7.2f  cub %7.2f  ceiling %7.2f us  tally/ceiling %5.1f%%  cub/tally %5.3fx | "
-                "two_pass %7.2f  block_atomic %7.2f  warp_atomic %7.2f us\n",
+                "two_pass %7.2f  block_atomic %7.2f  warp_atomic %7.2f  ordered %7.2f us (%5.1f%% of tally)\n",
                 variant, log2n, tally_us, cub_us, ceiling_us, 100.0 * ceiling_us / tally_us, cub_us / tally_us,
-                two_pass_us, block_atomic_us, warp_atomic_us);
+                two_pass_us, block_atomic_us, warp_atomic_us, ordered_us, 100.0 * tally_us / ordered_us);
 
     if (log2n == 10) {
       const int kk = 50, ss = 21;

@@ -106,7 +106,7 @@ void launch_single_pass(const reduction_plan& plan, const device_policy& policy,
   const std::uint64_t resident = resident_grid(Kernel, policy, device, occupancy, cached_devices);
   std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
   fold_block_role role = fold_block_role::reduces_first;
-  if (resident >= 2 && plan.tiles <= fold_block_gate * (resident - 1)) {
+  if (resident >= 2 && plan.tiles >= 2 && plan.tiles <= fold_block_gate * (resident - 1)) {
     role = fold_block_role::folds_only;
     grid = (resident - 1 < plan.tiles ? resident - 1 : plan.tiles) + 1;
   }
