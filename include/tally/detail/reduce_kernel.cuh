@@ -35,6 +35,9 @@
 #ifndef TALLY_TUNE_POLL_ALONE
 #define TALLY_TUNE_POLL_ALONE 1  // a missing partial is polled alone, not with its batch
 #endif
+#ifndef TALLY_TUNE_PARTIAL_LOADS
+#define TALLY_TUNE_PARTIAL_LOADS 1  // a partial step reads every chunk (fold_partial_step)
+#endif
 #ifndef TALLY_TUNE_MIN_BLOCKS
 #define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
 #endif
@@ -305,6 +308,24 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
     }
   };
   C chunks[loads_per_step][VW];
+#if TALLY_TUNE_PARTIAL_LOADS
+  // Every chunk is read, so that all the loads are in flight at once: under a branch each,
+  // the compiler gave the loads of a double sum one register, and each load waited for the
+  // one before (2^11 doubles at 0.8x CUB's speed on the H100, benchmarks/RESULTS.md). A
+  // chunk that is not whole reads the step's first chunk instead, and is not folded; that
+  // chunk is whole whenever any chunk of the step is.
+  if (remaining >= unsigned(VW)) {
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      const unsigned at = offset(u) + VW <= remaining ? offset(u) : 0u;
+      if constexpr (raw) {
+        load.raw_chunk(step_begin + at, chunks[u]);
+      } else {
+        load.chunk(step_begin + at, chunks[u]);
+      }
+    }
+  }
+#else
 #pragma unroll
   for (int u = 0; u < loads_per_step; ++u) {
     if (offset(u) + VW <= remaining) {
@@ -315,6 +336,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
       }
     }
   }
+#endif
   bool started = !Start;
 #pragma unroll
   for (int u = 0; u < loads_per_step; ++u) {
