@@ -29,37 +29,22 @@ inline void check_device_accessible(const void* p, const device_properties& prop
                                           "copy it to the device, or use tally::host");
 }
 
-// Occupancy of one kernel on one device, asked once per call site's cache.
-template <class Kernel>
-int resident_blocks_per_sm(Kernel kernel, int device, std::atomic<int>* cache, int cache_size) {
-  if (device < cache_size) {
-    const int cached = cache[device].load(std::memory_order_relaxed);
-    if (cached > 0) return cached;
-  }
-  int blocks = 0;
-  TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, 0));
-  if (blocks < 1) blocks = 1;
-  if (device < cache_size) cache[device].store(blocks, std::memory_order_relaxed);
-  return blocks;
-}
-
-// Every block resident at once on this device (more would only queue), or the forced
-// grid size. The result does not depend on it.
-template <class Kernel>
-std::uint64_t resident_grid(Kernel kernel, const device_policy& policy, int device, std::atomic<int>* occupancy_cache,
-                            int cache_size) {
+// Every block of Kernel resident at once on this device (more would only queue), or the
+// forced grid size. The result does not depend on it. Kernel is a template argument so
+// that each kernel asks its occupancy once per device.
+template <auto Kernel>
+std::uint64_t resident_grid(const device_policy& policy, int device) {
   const std::uint64_t forced = policy.forced_grid_size();
   if (forced != 0) return forced;
-  return std::uint64_t(properties(device).multiprocessors) *
-         resident_blocks_per_sm(kernel, device, occupancy_cache, cache_size);
-}
-
-// The grid: resident_grid, never more blocks than tiles.
-template <class Kernel>
-std::uint64_t grid_for(Kernel kernel, const reduction_plan& plan, const device_policy& policy, int device,
-                       std::atomic<int>* occupancy_cache, int cache_size) {
-  const std::uint64_t grid = resident_grid(kernel, policy, device, occupancy_cache, cache_size);
-  return grid < plan.tiles ? grid : plan.tiles;
+  constexpr int cached_devices = 64;
+  static std::atomic<int> occupancy[cached_devices];
+  int blocks = device < cached_devices ? occupancy[device].load(std::memory_order_relaxed) : 0;
+  if (blocks < 1) {
+    TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, 0));
+    if (blocks < 1) blocks = 1;
+    if (device < cached_devices) occupancy[device].store(blocks, std::memory_order_relaxed);
+  }
+  return std::uint64_t(properties(device).multiprocessors) * std::uint64_t(blocks);
 }
 
 // The strategy a call runs: the forced one if it can run the call, else tally's choice.
@@ -85,13 +70,12 @@ tally::strategy choose_strategy(const device_policy& policy, const char* algorit
   return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
 }
 
-// Launches Kernel on the plan's grid (grid_for) on the policy's stream. Kernel is a template
-// argument so that each kernel has its own occupancy cache.
+// Launches Kernel on the policy's stream with resident_grid's blocks, never more than
+// the plan's tiles.
 template <auto Kernel, class... Args>
 void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
-  constexpr int cached_devices = 64;
-  static std::atomic<int> occupancy[cached_devices];
-  const auto grid = grid_for(Kernel, plan, policy, device, occupancy, cached_devices);
+  const std::uint64_t resident = resident_grid<Kernel>(policy, device);
+  const std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
   Kernel<<<unsigned(grid), block_threads, 0, policy.stream()>>>(args...);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
@@ -101,9 +85,7 @@ void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy
 // grid then has one block more than the tiles need. A forced grid size counts every block.
 template <auto Kernel, class... Args>
 void launch_single_pass(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
-  constexpr int cached_devices = 64;
-  static std::atomic<int> occupancy[cached_devices];
-  const std::uint64_t resident = resident_grid(Kernel, policy, device, occupancy, cached_devices);
+  const std::uint64_t resident = resident_grid<Kernel>(policy, device);
   std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
   fold_block_role role = fold_block_role::reduces_first;
   if (resident >= 2 && plan.tiles >= 2 && plan.tiles <= fold_block_gate * (resident - 1)) {

@@ -308,16 +308,18 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
     }
   };
   C chunks[loads_per_step][VW];
-#if TALLY_TUNE_PARTIAL_LOADS
   // Every chunk is read, so that all the loads are in flight at once: under a branch each,
   // the compiler gave the loads of a double sum one register, and each load waited for the
   // one before (2^11 doubles at 0.8x CUB's speed on the H100, benchmarks/RESULTS.md). A
   // chunk that is not whole reads the step's first chunk instead, and is not folded; that
-  // chunk is whole whenever any chunk of the step is.
+  // chunk is whole whenever any chunk of the step is. (TALLY_TUNE_PARTIAL_LOADS=0 reads the
+  // whole chunks only, the way before.)
   if (remaining >= unsigned(VW)) {
 #pragma unroll
     for (int u = 0; u < loads_per_step; ++u) {
-      const unsigned at = offset(u) + VW <= remaining ? offset(u) : 0u;
+      const bool whole = offset(u) + VW <= remaining;
+      if (!TALLY_TUNE_PARTIAL_LOADS && !whole) continue;
+      const unsigned at = whole ? offset(u) : 0u;
       if constexpr (raw) {
         load.raw_chunk(step_begin + at, chunks[u]);
       } else {
@@ -325,18 +327,6 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
       }
     }
   }
-#else
-#pragma unroll
-  for (int u = 0; u < loads_per_step; ++u) {
-    if (offset(u) + VW <= remaining) {
-      if constexpr (raw) {
-        load.raw_chunk(step_begin + offset(u), chunks[u]);
-      } else {
-        load.chunk(step_begin + offset(u), chunks[u]);
-      }
-    }
-  }
-#endif
   bool started = !Start;
 #pragma unroll
   for (int u = 0; u < loads_per_step; ++u) {
