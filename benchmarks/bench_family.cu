@@ -1,4 +1,4 @@
-// The rest of the reduction family on N = 2^10, 2^12, ..., 2^28 seeded random floats in
+// The rest of the reduction family on N = 2^10, 2^11, 2^12, 2^13, 2^14, 2^16, ..., 2^28 seeded random floats in
 // [0, 1) (fill_random), against Thrust and the streaming-read ceiling, in one run.
 //
 //   roundtrip/<algorithm>/tally|thrust   host wall clock of one public call that returns its

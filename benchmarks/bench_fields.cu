@@ -1,4 +1,4 @@
-// Multi-field reductions on three float arrays x, y, z of N = 2^10, 2^12, ..., 2^28 seeded
+// Multi-field reductions on three float arrays x, y, z of N = 2^10, 2^11, 2^12, 2^13, 2^14, 2^16, ..., 2^28 seeded
 // random floats in [0, 1) (fill_random), in one run:
 //
 //   roundtrip/xyz_sum/tally          tally::reduce over tally::zip(x, y, z) with tally::plus<>

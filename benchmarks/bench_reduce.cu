@@ -1,4 +1,4 @@
-// Sums of N = 2^10, 2^12, ..., 2^28 seeded random values of three types, in one run:
+// Sums of N = 2^10, 2^11, 2^12, 2^13, 2^14, 2^16, ..., 2^28 seeded random values of three types, in one run:
 //   float   uniform in [0, 1)
 //   int     uniform in [0, 8): 7 * 2^28 < 2^31, so no sum overflows and results are exact
 //   double  uniform in [0, 1)

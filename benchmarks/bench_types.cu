@@ -1,5 +1,5 @@
 // Sums of narrow and wide types against CUB and the streaming-read ceiling, in one run, for
-// N = 2^10, 2^12, ..., 2^28 seeded random values (std::mt19937_64, seed + N per input):
+// N = 2^10, 2^11, 2^12, 2^13, 2^14, 2^16, ..., 2^28 seeded random values (std::mt19937_64, seed + N per input):
 //
 //   type    values                                       init (the accumulator)
 //   int8    std::int8_t uniform in [-100, 100]           int

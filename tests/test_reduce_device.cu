@@ -139,6 +139,57 @@ struct halve_value {
   __host__ __device__ float operator()(float x) const { return 0.5f * x; }
 };
 
+template <class T>
+struct halve_value_of {
+  __host__ __device__ T operator()(T x) const { return T(0.5) * x; }
+};
+
+// A one-tile plan runs a kernel whose threads read the fewest chunks each that cover n
+// (single_tile_reduce_kernel): 1, 2, 4, ... up to a whole step. On both sides of each of
+// those sizes, for 16-, 8- and 4-byte vector widths, through the vector loader, the
+// element-wise loader (a misaligned start) and a transformed loader, the bits are the
+// host's and integer sums are exact.
+template <class T>
+void expect_one_tile_sums_equal_the_host(std::uint64_t salt) {
+  const std::size_t row = std::size_t(tally::detail::block_threads) * tally::detail::vector_width_v<T>;
+  const std::size_t step = tally::detail::make_plan_for<T>(1).step_items;
+  std::vector<std::size_t> sizes;
+  for (std::size_t loads = 1; loads <= std::size_t(tally::detail::loads_per_step); loads *= 2)
+    for (std::size_t n : {row * loads - 1, row * loads, row * loads + 1})
+      if (n <= step) sizes.push_back(n);
+  for (std::size_t n : sizes) {
+    ASSERT_EQ(tally::detail::make_plan_for<T>(n).tiles, 1u) << "n = " << n;
+    seeded s(salt + n);
+    SCOPED_TRACE(std::string(sizeof(T) == 8 ? "double" : sizeof(T) == 4 ? "float/int" : "narrow") +
+                 ", n = " + std::to_string(n) + ", " + s.trace());
+    const auto v = random_values<T>(n, s.rng);
+    device_buffer<T> aligned(v);
+    device_buffer<T> shifted(v, 1);  // one element past a 256-byte boundary: not 16-byte aligned
+    const T init = static_cast<T>(3);
+    if constexpr (std::is_floating_point_v<T>) {
+      const halve_value_of<T> halve;
+      const auto host = bits_of(tally::reduce(tally::host, v.begin(), v.end(), init));
+      EXPECT_EQ(bits_of(tally::reduce(tally::device, aligned.begin(), aligned.end(), init)), host);
+      EXPECT_EQ(bits_of(tally::reduce(tally::device, shifted.begin(), shifted.end(), init)), host);
+      auto halved = thrust::make_transform_iterator(aligned.begin(), halve);
+      auto halved_host = thrust::make_transform_iterator(v.begin(), halve);
+      EXPECT_EQ(bits_of(tally::reduce(tally::device, halved, halved + n, init)),
+                bits_of(tally::reduce(tally::host, halved_host, halved_host + n, init)));
+    } else {
+      const T exact = reference_sum<T>(v, 0, n, init);
+      EXPECT_EQ(tally::reduce(tally::device, aligned.begin(), aligned.end(), init), exact);
+      EXPECT_EQ(tally::reduce(tally::device, shifted.begin(), shifted.end(), init), exact);
+    }
+  }
+}
+
+TEST_F(device_determinism, one_tile_kernels_of_every_load_count_equal_the_host) {
+  expect_one_tile_sums_equal_the_host<float>(350);
+  expect_one_tile_sums_equal_the_host<double>(360);
+  expect_one_tile_sums_equal_the_host<int>(370);
+  expect_one_tile_sums_equal_the_host<std::int8_t>(380);
+}
+
 // Inputs above a fraction of the L2 are read with an evict-first hint (streams_reads in
 // loads.cuh), smaller ones through the read-only path: the same values, so the same bits,
 // on both sides of the threshold, for the plain and the transformed loader.

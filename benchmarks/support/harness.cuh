@@ -45,13 +45,15 @@ inline int calls_per_timing(std::size_t n) { return n <= (std::size_t{1} << 20) 
 // What a benchmark's manual time is: per call on the device, or one round trip.
 enum class clock_kind { device, roundtrip };
 
-// One benchmark per N = 2^10, 2^12, ..., 2^28, each run `repetitions` times for about
-// min_time_s of wall time and reported as aggregates only. A device benchmark's manual time
-// is per call while one iteration makes calls_per_timing(n) calls, so its MinTime is
-// min_time_s divided by that; a round trip's iteration is one call.
+// One benchmark per N = 2^10, 2^11, 2^12, 2^13, 2^14, 2^16, ..., 2^28, each run `repetitions`
+// times for about min_time_s of wall time and reported as aggregates only. The odd powers
+// up to 2^13 are where one-tile kernels change their loads per thread, and where CUB's
+// one tile ends (2^12 floats, 2^11 doubles). A device benchmark's manual time is per call
+// while one iteration makes calls_per_timing(n) calls, so its MinTime is min_time_s divided
+// by that; a round trip's iteration is one call.
 template <class F>
 void register_sizes(const std::string& name, clock_kind clock, int repetitions, double min_time_s, F fn) {
-  for (int log2n = 10; log2n <= 28; log2n += 2) {
+  for (int log2n : {10, 11, 12, 13, 14, 16, 18, 20, 22, 24, 26, 28}) {
     const std::size_t n = std::size_t{1} << log2n;
     const double min_time = clock == clock_kind::device ? min_time_s / calls_per_timing(n) : min_time_s;
     benchmark::RegisterBenchmark(name.c_str(), fn)

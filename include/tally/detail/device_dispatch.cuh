@@ -96,6 +96,31 @@ void launch_single_pass(const reduction_plan& plan, const device_policy& policy,
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
+// The one-tile kernel with the fewest loads per thread, of Loads, 2 * Loads, ...,
+// loads_per_step, that cover n (single_tile_reduce_kernel): the same order as the plan's
+// step, without the loads that would read only past n.
+#ifndef TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS
+#define TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS 1  // loads_per_step: every one-tile call reads a whole step
+#endif
+inline constexpr int single_tile_fewest_loads = TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS;
+static_assert((loads_per_step & (loads_per_step - 1)) == 0 && (single_tile_fewest_loads & (single_tile_fewest_loads - 1)) == 0 &&
+                  single_tile_fewest_loads <= loads_per_step,
+              "one-tile kernels double their loads from single_tile_fewest_loads up to loads_per_step");
+
+template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
+void launch_single_tile(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+                        cudaStream_t stream) {
+  if constexpr (Loads < loads_per_step) {
+    if (n > std::uint64_t(block_threads) * Loads * VW) {
+      launch_single_tile<Acc, VW, 2 * Loads>(load, n, init, op, out, ready, stream);
+      return;
+    }
+  }
+  single_tile_reduce_kernel<Acc, VW, Loads, Loader, Op, Out><<<1, block_threads, 0, stream>>>(load, n, init, op, out,
+                                                                                                ready);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
 // The commutative plan: the single pass, the two pass or an atomic strategy.
 template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
@@ -104,9 +129,7 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   const bool atomic = chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic;
   if (plan.tiles == 1 && !atomic) {  // one block, no partials: no scratch to look up either
     check_stream_of_device(policy.stream(), device);
-    single_tile_reduce_kernel<Acc, VW, Loader, Op, Out><<<1, block_threads, 0, policy.stream()>>>(load, plan, init, op,
-                                                                                                 out, ready);
-    TALLY_CUDA_CHECK(cudaGetLastError());
+    launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, ready, policy.stream());
     return;
   }
   const stream_scratch scratch = scratch_for(device, policy.stream());

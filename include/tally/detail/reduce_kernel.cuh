@@ -141,19 +141,20 @@ struct partial_codec_for<Acc, Loader, std::enable_if_t<!std::is_void_v<typename 
 };
 
 // One step's chunks of one thread, in registers: what it fetches, and its elements in
-// the plan's order.
-template <int VW, class Loader>
+// the plan's order. Loads is the plan's loads_per_step, or fewer in a one-tile kernel
+// (single_tile_reduce_kernel) whose input ends within the first Loads chunks of each thread.
+template <int VW, class Loader, int Loads = loads_per_step>
 struct step_chunks {
   using chunk_t = typename chunk_element<Loader>::type;
   static constexpr bool raw = reads_raw_chunks<Loader>::value;
-  chunk_t chunks[loads_per_step][VW];
+  chunk_t chunks[Loads][VW];
 
   __device__ __forceinline__ static std::uint64_t chunk_begin(std::uint64_t step_begin, int u) {
     return step_begin + std::uint64_t(u * block_threads + threadIdx.x) * VW;
   }
   __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
+    for (int u = 0; u < Loads; ++u) {
       if constexpr (raw) {
         load.raw_chunk(chunk_begin(step_begin, u), chunks[u]);
       } else {
@@ -172,7 +173,7 @@ struct step_chunks {
   template <bool Start, class Acc, class Op>
   __device__ __forceinline__ void fold(const Loader& load, std::uint64_t step_begin, Acc& acc, Op& op) const {
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u)
+    for (int u = 0; u < Loads; ++u)
 #pragma unroll
       for (int j = 0; j < VW; ++j) {
         if (Start && u == 0 && j == 0) {
@@ -189,7 +190,7 @@ struct step_chunks {
   __device__ __forceinline__ void fold_positions(const Loader& load, std::uint32_t step_position, Local& acc,
                                                  Op& op) const {
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u)
+    for (int u = 0; u < Loads; ++u)
 #pragma unroll
       for (int j = 0; j < VW; ++j) {
         const Local x = load.local_value(chunks[u][j], step_position + std::uint32_t(u * block_threads * VW + j));
@@ -220,8 +221,8 @@ inline constexpr int min_resident_blocks =
 // already in `step` (fetched by the caller). (Fetching step s + 1 before folding step s,
 // into a second register set or chunk by chunk into the same one, was measured on the
 // H100 and gained nothing: benchmarks/RESULTS.md.)
-template <int VW, class Loader, class BeginOf, class FoldStep>
-__device__ __forceinline__ void fold_tile_steps(const Loader& load, int steps, step_chunks<VW, Loader>& step,
+template <int VW, class Loader, int Loads, class BeginOf, class FoldStep>
+__device__ __forceinline__ void fold_tile_steps(const Loader& load, int steps, step_chunks<VW, Loader, Loads>& step,
                                                 BeginOf begin_of, FoldStep fold_step) {
   fold_step(step, 0, std::true_type{});
   for (int s = 1; s < steps; ++s) {
@@ -236,11 +237,11 @@ __device__ __forceinline__ void fold_tile_steps(const Loader& load, int steps, s
 // is free. The fold is an Acc, or with folds_local_positions the loader's local candidate,
 // its positions counted from the tile's first element (as_tile_value turns either into an
 // Acc).
-template <class Acc, int VW, class Loader, class Op>
+template <class Acc, int VW, class Loader, class Op, int Loads>
 __device__ __forceinline__ auto fold_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op,
-                                                       step_chunks<VW, Loader>& step) {
-  using chunks_t = step_chunks<VW, Loader>;
-  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * loads_per_step * VW;
+                                                       step_chunks<VW, Loader, Loads>& step) {
+  using chunks_t = step_chunks<VW, Loader, Loads>;
+  constexpr std::uint64_t step_items = std::uint64_t(block_threads) * Loads * VW;
   const auto begin_of = [tile_begin](int s) { return tile_begin + std::uint64_t(s) * step_items; };
   if constexpr (folds_local_positions<Loader, Op>::value) {
     typename Loader::local_type acc;
@@ -294,7 +295,7 @@ __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_
 // predicates instead of branches; the straddling chunk's owner then folds its elements
 // below n one by one. With Start, the thread's first element (chunk 0, element 0, below n:
 // the caller checked) starts acc.
-template <bool Start, class Acc, int VW, class Loader, class Op>
+template <bool Start, class Acc, int VW, int Loads, class Loader, class Op>
 __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint64_t step_begin, unsigned remaining,
                                                   Op& op, Acc& acc) {
   using C = typename chunk_element<Loader>::type;
@@ -307,7 +308,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
       return c;
     }
   };
-  C chunks[loads_per_step][VW];
+  C chunks[Loads][VW];
   // Every chunk is read, so that all the loads are in flight at once: under a branch each,
   // the compiler gave the loads of a double sum one register, and each load waited for the
   // one before (2^11 doubles at 0.8x CUB's speed on the H100, benchmarks/RESULTS.md). A
@@ -316,7 +317,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
   // whole chunks only, the way before.)
   if (remaining >= unsigned(VW)) {
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
+    for (int u = 0; u < Loads; ++u) {
       const bool whole = offset(u) + VW <= remaining;
       if (!TALLY_TUNE_PARTIAL_LOADS && !whole) continue;
       const unsigned at = whole ? offset(u) : 0u;
@@ -329,7 +330,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
   }
   bool started = !Start;
 #pragma unroll
-  for (int u = 0; u < loads_per_step; ++u) {
+  for (int u = 0; u < Loads; ++u) {
     if (offset(u) + VW <= remaining) {
 #pragma unroll
       for (int j = 0; j < VW; ++j) {
@@ -365,9 +366,9 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
 
 // The last, partial tile: the same order restricted to indices below n. valid says whether
 // this thread holds any element at all.
-template <class Acc, int VW, class Loader, class Op>
+template <class Acc, int VW, int Loads = loads_per_step, class Loader, class Op>
 __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
-  constexpr unsigned step_items = unsigned(block_threads) * loads_per_step * VW;
+  constexpr unsigned step_items = unsigned(block_threads) * Loads * VW;
   const auto remaining_from = [n](std::uint64_t step_begin) {
     const std::uint64_t left = n - step_begin;
     return left < step_items ? unsigned(left) : step_items;
@@ -375,9 +376,9 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
   Acc acc{};
   valid = tile_begin + std::uint64_t(threadIdx.x) * VW < n;
   if (!valid) return acc;
-  fold_partial_step<true, Acc, VW>(load, tile_begin, remaining_from(tile_begin), op, acc);
+  fold_partial_step<true, Acc, VW, Loads>(load, tile_begin, remaining_from(tile_begin), op, acc);
   for (std::uint64_t step_begin = tile_begin + step_items; step_begin < n; step_begin += step_items) {
-    fold_partial_step<false, Acc, VW>(load, step_begin, remaining_from(step_begin), op, acc);
+    fold_partial_step<false, Acc, VW, Loads>(load, step_begin, remaining_from(step_begin), op, acc);
   }
   return acc;
 }
@@ -385,25 +386,13 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
 // The block's reduction of the last, partial tile. Where it reaches every thread (each
 // holds at least one element) the block tree needs no validity flags; it combines the same
 // values in the same tree either way.
-template <class Acc, int VW, class Loader, class Op>
+template <class Acc, int VW, int Loads = loads_per_step, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, std::uint64_t tile_begin,
                                                             std::uint64_t n, Op& op) {
   bool valid = false;
-  const Acc acc = reduce_partial_tile<Acc, VW>(load, tile_begin, n, op, valid);
+  const Acc acc = reduce_partial_tile<Acc, VW, Loads>(load, tile_begin, n, op, valid);
   if (n - tile_begin >= std::uint64_t(block_threads) * VW) return tally::block::reduce<block_threads>(acc, op);
   return tally::block::reduce<block_threads>(acc, valid, op);
-}
-
-template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
-  const std::uint64_t begin = plan.tile_begin(tile);
-  if (plan.tile_is_full(tile)) {
-    step_chunks<VW, Loader> step;
-    step.fetch(load, begin);
-    return reduce_full_tile_folds<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, begin, plan.steps_per_tile, op, step),
-                                       begin, op);
-  }
-  return reduce_partial_tile_of_block<Acc, VW>(load, begin, plan.n, op);
 }
 
 // Writes the result; for reduce() also raises the host's ready flag once the value is
@@ -498,11 +487,25 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
 
 // A plan of one tile (N up to one step): one block reduces it and writes the result, no
 // partials. A kernel of its own, so that the smallest calls run only this code with the
-// registers it needs.
-template <class Acc, int VW, class Loader, class Op, class Out>
+// registers it needs. Its threads read Loads chunks each, the fewest of 1, 2, 4, ...,
+// loads_per_step that cover n (single_tile_loads). That is still the plan's order: thread t's
+// chunk u starts at (u * block_threads + t) * VW, so chunks u >= Loads start at or past n
+// and the plan folds nothing from them. Where n fills the Loads chunks of every thread (2^10,
+// 2^11, 2^12 and 2^13 floats) the tile is full, with no predicates and no loads to spare.
+// On the H100, 2^12 floats went from 0.92x CUB's speed to 1.00x, 2^11 doubles from 0.92x
+// to 1.03x, min_element at 2^10 from 3.4 to 2.5 us (benchmarks/RESULTS.md).
+template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
-    single_tile_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, unsigned int* ready) {
-  const Acc total = reduce_tile<Acc, VW>(load, plan, 0, op);
+    single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready) {
+  constexpr std::uint64_t tile_items = std::uint64_t(block_threads) * Loads * VW;
+  Acc total;
+  if (n == tile_items) {
+    step_chunks<VW, Loader, Loads> step;
+    step.fetch(load, 0);
+    total = reduce_full_tile_folds<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, 0, 1, op, step), 0, op);
+  } else {
+    total = reduce_partial_tile_of_block<Acc, VW, Loads>(load, 0, n, op);
+  }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
