@@ -144,11 +144,11 @@ struct halve_value_of {
   __host__ __device__ T operator()(T x) const { return T(0.5) * x; }
 };
 
-// A one-tile plan runs a kernel whose threads read the fewest chunks each that cover n
-// (single_tile_reduce_kernel): 1, 2, 4, ... up to a whole step. On both sides of each of
-// those sizes, for 16-, 8- and 4-byte vector widths, through the vector loader, the
-// element-wise loader (a misaligned start) and a transformed loader, the bits are the
-// host's and integer sums are exact.
+// A one-tile plan whose n fills exactly 1, 2, 4, ... chunks of every thread runs a kernel
+// of that many loads per thread; any other n, the kernel of a whole step
+// (single_tile_reduce_kernel). At each such n and one element either side, for 16-, 8- and
+// 4-byte vector widths, through the vector loader, the element-wise loader (a misaligned
+// start) and a transformed loader, the bits are the host's and integer sums are exact.
 template <class T>
 void expect_one_tile_sums_equal_the_host(std::uint64_t salt) {
   const std::size_t row = std::size_t(tally::detail::block_threads) * tally::detail::vector_width_v<T>;

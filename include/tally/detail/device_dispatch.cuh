@@ -96,14 +96,15 @@ void launch_single_pass(const reduction_plan& plan, const device_policy& policy,
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
-// The one-tile kernel with the fewest loads per thread, of Loads, 2 * Loads, ...,
-// loads_per_step, that cover n (single_tile_reduce_kernel): the same order as the plan's
-// step, without the loads that would read only past n.
+// The one-tile kernel (single_tile_reduce_kernel): of Loads loads per thread where n is
+// exactly block_threads * VW * Loads, trying Loads, 2 * Loads, ... below loads_per_step;
+// otherwise of loads_per_step loads.
 #ifndef TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS
 #define TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS 1  // loads_per_step: every one-tile call reads a whole step
 #endif
 inline constexpr int single_tile_fewest_loads = TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS;
-static_assert((loads_per_step & (loads_per_step - 1)) == 0 && (single_tile_fewest_loads & (single_tile_fewest_loads - 1)) == 0 &&
+static_assert((loads_per_step & (loads_per_step - 1)) == 0 &&
+                  (single_tile_fewest_loads & (single_tile_fewest_loads - 1)) == 0 &&
                   single_tile_fewest_loads <= loads_per_step,
               "one-tile kernels double their loads from single_tile_fewest_loads up to loads_per_step");
 
@@ -111,7 +112,7 @@ template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 void launch_single_tile(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
                         cudaStream_t stream) {
   if constexpr (Loads < loads_per_step) {
-    if (n > std::uint64_t(block_threads) * Loads * VW) {
+    if (n != std::uint64_t(block_threads) * Loads * VW) {
       launch_single_tile<Acc, VW, 2 * Loads>(load, n, init, op, out, ready, stream);
       return;
     }

@@ -142,7 +142,7 @@ struct partial_codec_for<Acc, Loader, std::enable_if_t<!std::is_void_v<typename 
 
 // One step's chunks of one thread, in registers: what it fetches, and its elements in
 // the plan's order. Loads is the plan's loads_per_step, or fewer in a one-tile kernel
-// (single_tile_reduce_kernel) whose input ends within the first Loads chunks of each thread.
+// whose input ends after the first Loads chunks of each thread (single_tile_reduce_kernel).
 template <int VW, class Loader, int Loads = loads_per_step>
 struct step_chunks {
   using chunk_t = typename chunk_element<Loader>::type;
@@ -295,7 +295,7 @@ __device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_
 // predicates instead of branches; the straddling chunk's owner then folds its elements
 // below n one by one. With Start, the thread's first element (chunk 0, element 0, below n:
 // the caller checked) starts acc.
-template <bool Start, class Acc, int VW, int Loads, class Loader, class Op>
+template <bool Start, class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint64_t step_begin, unsigned remaining,
                                                   Op& op, Acc& acc) {
   using C = typename chunk_element<Loader>::type;
@@ -308,7 +308,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
       return c;
     }
   };
-  C chunks[Loads][VW];
+  C chunks[loads_per_step][VW];
   // Every chunk is read, so that all the loads are in flight at once: under a branch each,
   // the compiler gave the loads of a double sum one register, and each load waited for the
   // one before (2^11 doubles at 0.8x CUB's speed on the H100, benchmarks/RESULTS.md). A
@@ -317,7 +317,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
   // whole chunks only, the way before.)
   if (remaining >= unsigned(VW)) {
 #pragma unroll
-    for (int u = 0; u < Loads; ++u) {
+    for (int u = 0; u < loads_per_step; ++u) {
       const bool whole = offset(u) + VW <= remaining;
       if (!TALLY_TUNE_PARTIAL_LOADS && !whole) continue;
       const unsigned at = whole ? offset(u) : 0u;
@@ -330,7 +330,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
   }
   bool started = !Start;
 #pragma unroll
-  for (int u = 0; u < Loads; ++u) {
+  for (int u = 0; u < loads_per_step; ++u) {
     if (offset(u) + VW <= remaining) {
 #pragma unroll
       for (int j = 0; j < VW; ++j) {
@@ -366,9 +366,9 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
 
 // The last, partial tile: the same order restricted to indices below n. valid says whether
 // this thread holds any element at all.
-template <class Acc, int VW, int Loads = loads_per_step, class Loader, class Op>
+template <class Acc, int VW, class Loader, class Op>
 __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t n, Op& op, bool& valid) {
-  constexpr unsigned step_items = unsigned(block_threads) * Loads * VW;
+  constexpr unsigned step_items = unsigned(block_threads) * loads_per_step * VW;
   const auto remaining_from = [n](std::uint64_t step_begin) {
     const std::uint64_t left = n - step_begin;
     return left < step_items ? unsigned(left) : step_items;
@@ -376,9 +376,9 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
   Acc acc{};
   valid = tile_begin + std::uint64_t(threadIdx.x) * VW < n;
   if (!valid) return acc;
-  fold_partial_step<true, Acc, VW, Loads>(load, tile_begin, remaining_from(tile_begin), op, acc);
+  fold_partial_step<true, Acc, VW>(load, tile_begin, remaining_from(tile_begin), op, acc);
   for (std::uint64_t step_begin = tile_begin + step_items; step_begin < n; step_begin += step_items) {
-    fold_partial_step<false, Acc, VW, Loads>(load, step_begin, remaining_from(step_begin), op, acc);
+    fold_partial_step<false, Acc, VW>(load, step_begin, remaining_from(step_begin), op, acc);
   }
   return acc;
 }
@@ -386,11 +386,11 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
 // The block's reduction of the last, partial tile. Where it reaches every thread (each
 // holds at least one element) the block tree needs no validity flags; it combines the same
 // values in the same tree either way.
-template <class Acc, int VW, int Loads = loads_per_step, class Loader, class Op>
+template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, std::uint64_t tile_begin,
                                                             std::uint64_t n, Op& op) {
   bool valid = false;
-  const Acc acc = reduce_partial_tile<Acc, VW, Loads>(load, tile_begin, n, op, valid);
+  const Acc acc = reduce_partial_tile<Acc, VW>(load, tile_begin, n, op, valid);
   if (n - tile_begin >= std::uint64_t(block_threads) * VW) return tally::block::reduce<block_threads>(acc, op);
   return tally::block::reduce<block_threads>(acc, valid, op);
 }
@@ -487,24 +487,26 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
 
 // A plan of one tile (N up to one step): one block reduces it and writes the result, no
 // partials. A kernel of its own, so that the smallest calls run only this code with the
-// registers it needs. Its threads read Loads chunks each, the fewest of 1, 2, 4, ...,
-// loads_per_step that cover n (single_tile_loads). That is still the plan's order: thread t's
-// chunk u starts at (u * block_threads + t) * VW, so chunks u >= Loads start at or past n
-// and the plan folds nothing from them. Where n fills the Loads chunks of every thread (2^10,
-// 2^11, 2^12 and 2^13 floats) the tile is full, with no predicates and no loads to spare.
-// On the H100, 2^12 floats went from 0.92x CUB's speed to 1.00x, 2^11 doubles from 0.92x
-// to 1.03x, min_element at 2^10 from 3.4 to 2.5 us (benchmarks/RESULTS.md).
+// registers it needs. Where n is block_threads * VW * Loads for Loads = 1, 2, 4, ...
+// below loads_per_step (2^10, 2^11 and 2^12 floats; 2^13 is a whole step), a kernel of Loads loads per thread
+// reduces it as a full tile: no predicates, no loads to spare. That is still the plan's
+// order: thread t's chunk u starts at (u * block_threads + t) * VW, so chunks u >= Loads
+// start at n and the plan folds nothing from them. On the H100, 2^12 floats went from
+// 0.92x CUB's speed to 1.00x, 2^11 doubles from 0.92x to 1.03x and min_element at 2^10
+// from 3.4 to 2.5 us (benchmarks/RESULTS.md). Any other n takes the kernel of
+// loads_per_step loads, full or partial. (Partial tiles in the smaller kernels too cost
+// a third more compile time for their gain below 2^12 floats, already above CUB.)
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready) {
   constexpr std::uint64_t tile_items = std::uint64_t(block_threads) * Loads * VW;
   Acc total;
-  if (n == tile_items) {
+  if (Loads < loads_per_step || n == tile_items) {  // the host launches Loads < loads_per_step only then
     step_chunks<VW, Loader, Loads> step;
     step.fetch(load, 0);
     total = reduce_full_tile_folds<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, 0, 1, op, step), 0, op);
   } else {
-    total = reduce_partial_tile_of_block<Acc, VW, Loads>(load, 0, n, op);
+    total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
   }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
