@@ -487,15 +487,15 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
 
 // A plan of one tile (N up to one step): one block reduces it and writes the result, no
 // partials. A kernel of its own, so that the smallest calls run only this code with the
-// registers it needs. Where n is block_threads * VW * Loads for Loads = 1, 2, 4, ...
-// below loads_per_step (2^10, 2^11 and 2^12 floats; 2^13 is a whole step), a kernel of Loads loads per thread
-// reduces it as a full tile: no predicates, no loads to spare. That is still the plan's
-// order: thread t's chunk u starts at (u * block_threads + t) * VW, so chunks u >= Loads
-// start at n and the plan folds nothing from them. On the H100, 2^12 floats went from
-// 0.92x CUB's speed to 1.00x, 2^11 doubles from 0.92x to 1.03x and min_element at 2^10
-// from 3.4 to 2.5 us (benchmarks/RESULTS.md). Any other n takes the kernel of
-// loads_per_step loads, full or partial. (Partial tiles in the smaller kernels too cost
-// a third more compile time for their gain below 2^12 floats, already above CUB.)
+// registers it needs. Where n is block_threads * VW * Loads for a Loads of 1, 2, 4, ...
+// below loads_per_step (2^10, 2^11 and 2^12 floats; 2^13 is a whole step), the kernel of
+// Loads loads per thread reduces it as a full tile: no predicates, no loads to spare. That
+// is still the plan's order: thread t's chunk u starts at (u * block_threads + t) * VW, so
+// its chunks u >= Loads start at n and the plan folds nothing from them. On the H100, 2^12
+// floats went from 0.92x CUB's speed to 1.00-1.03x, 2^11 doubles from 0.92x to 1.03-1.06x,
+// min_element at 2^10 from 3.4 to 2.5 us (benchmarks/RESULTS.md). Any other n takes the
+// kernel of loads_per_step loads, full or partial: partial tiles in the smaller kernels
+// too made a third more code to compile, for gains only where tally was faster than CUB.
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready) {
