@@ -135,10 +135,6 @@ TEST_F(device_determinism, same_bits_on_both_sides_of_the_fold_block_gate) {
   }
 }
 
-struct halve_value {
-  __host__ __device__ float operator()(float x) const { return 0.5f * x; }
-};
-
 template <class T>
 struct halve_value_of {
   __host__ __device__ T operator()(T x) const { return T(0.5) * x; }
@@ -197,7 +193,7 @@ TEST_F(device_determinism, same_bits_on_both_sides_of_the_streaming_threshold) {
   const int device = tally::detail::current_device();
   const std::uint64_t l2 = std::uint64_t(tally::detail::properties(device).l2_bytes);
   const std::size_t edge = std::size_t(l2 / tally::detail::stream_reads_l2_fraction / sizeof(float));
-  const halve_value halve;
+  const halve_value_of<float> halve;
   for (std::size_t n : {edge - 5, edge, edge + 1, edge + 4099}) {
     const bool streams = tally::detail::streams_reads(n * sizeof(float), l2);
     EXPECT_EQ(streams, n > edge) << "n = " << n;

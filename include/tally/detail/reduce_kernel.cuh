@@ -511,7 +511,7 @@ __global__ void __launch_bounds__(block_threads)
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }
 
-// What block 0 of a single pass does besides the fold, chosen by the host (single_pass_grid).
+// What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
 //   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
 //                  as it is published, so when the last one lands only its fold and the
 //                  block tree are left. Blocks 1, 2, ... reduce the tiles. Taken while the
