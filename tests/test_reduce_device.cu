@@ -186,6 +186,31 @@ TEST_F(device_determinism, one_tile_kernels_of_every_load_count_equal_the_host) 
   expect_one_tile_sums_equal_the_host<std::int8_t>(380);
 }
 
+// The fold of the tile partials takes warp 0's tree alone for at most 32 partials and the
+// block tree beyond (fold_partials_of). At tile counts on both sides of 32 and of one
+// partial per thread, with full and partial last tiles, the bits equal the host's whatever
+// the strategy or grid, and integer sums are exact.
+TEST_F(device_determinism, folds_of_few_and_many_partials_equal_the_host) {
+  const std::size_t step = tally::detail::make_plan_for<float>(1).step_items;
+  for (std::uint64_t tiles : {2, 3, 31, 32, 33, 255, 256, 257}) {
+    for (std::size_t n : {std::size_t(tiles * step), std::size_t(tiles * step - 333)}) {
+      ASSERT_EQ(tally::detail::make_plan_for<float>(n).tiles, tiles) << "n = " << n;
+      seeded s(400 + n);
+      SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+      const auto f = random_values<float>(n, s.rng);
+      const auto v = random_values<int>(n, s.rng);
+      device_buffer<float> df(f);
+      device_buffer<int> dv(v);
+      const auto host = bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.5f));
+      EXPECT_EQ(bits_of(tally::reduce(tally::device, df.begin(), df.end(), 0.5f)), host);
+      EXPECT_EQ(bits_of(tally::reduce(tally::device.strategy(tally::strategy::two_pass), df.begin(), df.end(), 0.5f)),
+                host);
+      EXPECT_EQ(bits_of(tally::reduce(tally::device.grid_size(5), df.begin(), df.end(), 0.5f)), host);
+      EXPECT_EQ(tally::reduce(tally::device, dv.begin(), dv.end(), 3), reference_sum<int>(v, 0, n, 3));
+    }
+  }
+}
+
 // Inputs above a fraction of the L2 are read with an evict-first hint (streams_reads in
 // loads.cuh), smaller ones through the read-only path: the same values, so the same bits,
 // on both sides of the threshold, for the plain and the transformed loader.

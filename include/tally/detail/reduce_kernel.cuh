@@ -38,6 +38,9 @@
 #ifndef TALLY_TUNE_PARTIAL_LOADS
 #define TALLY_TUNE_PARTIAL_LOADS 1  // a partial step reads every chunk (fold_partial_step)
 #endif
+#ifndef TALLY_TUNE_FOLD_WARP_ONLY
+#define TALLY_TUNE_FOLD_WARP_ONLY 1  // 0: a fold of at most 32 partials runs the whole block tree (fold_partials_of)
+#endif
 #ifndef TALLY_TUNE_MIN_BLOCKS
 #define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
 #endif
@@ -434,6 +437,24 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
   }
 }
 
+// The block tree over the tile partials that the threads of the folding block hold (thread t
+// partials t, t + block_threads, ...; valid says whether it holds any); thread 0 gets it.
+// With a partial for every thread the tree needs no validity flags: the same tree, with
+// less on its critical path. With at most warp_threads partials only warp 0 holds any, and
+// the block tree's answer is warp 0's tree: the other warps' results are empty, and
+// combining with empty changes nothing. Warp 0's tree alone gives those bits without the
+// block stage's two barriers: 0.05-0.18 us less at 2-32 tiles (2^14-2^18 floats) on the
+// H100 (benchmarks/RESULTS.md).
+template <class Acc, class Op>
+__device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
+  if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
+  if (TALLY_TUNE_FOLD_WARP_ONLY && tiles <= warp_threads) {
+    if (threadIdx.x < warp_threads) acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
+    return acc;
+  }
+  return tally::block::reduce<block_threads>(acc, valid, op);
+}
+
 // The plan's fold of the tile partials, by one whole block: thread t folds partials t,
 // t + block_threads, ... in order, then the block tree. A batch of cells is read at once,
 // so the L2 latencies overlap; a cell not yet published is then polled alone until it is,
@@ -479,10 +500,7 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
       valid = true;
     }
   }
-  // With a partial for every thread the tree needs no validity flags: the same tree, with
-  // less on its critical path at the very end of the reduction.
-  if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
-  return tally::block::reduce<block_threads>(acc, valid, op);
+  return fold_partials_of<Acc>(acc, valid, tiles, op);
 }
 
 // A plan of one tile (N up to one step): one block reduces it and writes the result, no
