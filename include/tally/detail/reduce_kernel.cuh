@@ -443,8 +443,8 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 // less on its critical path. With at most warp_threads partials only warp 0 holds any, and
 // the block tree's answer is warp 0's tree: the other warps' results are empty, and
 // combining with empty changes nothing. Warp 0's tree alone gives those bits without the
-// block stage's two barriers: 0.05-0.18 us less at 2-32 tiles (2^14-2^18 floats) on the
-// H100 (benchmarks/RESULTS.md).
+// block stage's two barriers: 0.13-0.18 us less at 2-16 tiles (2^14-2^17 floats) in a tune
+// session on the H100 (benchmarks/RESULTS.md).
 template <class Acc, class Op>
 __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
   if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
