@@ -66,55 +66,51 @@ __device__ __forceinline__ float read_tile(const float* in, unsigned tile) {
   return block_sum(s);
 }
 
-// The fold block's sum of `count` partials, one per thread, thread 0 gets it.
+// The folding block's sum of one partial per thread (valid: the thread holds one); thread 0
+// gets it.
 __device__ __forceinline__ float fold(float v, bool valid) { return block_sum(valid ? v : 0.0f); }
 
+// Also launched as a cluster, to time the cluster launch alone.
 __global__ void __launch_bounds__(threads) solo(const float* in, float* partials) {
   const float p = read_tile(in, blockIdx.x);
   if (threadIdx.x == 0) partials[blockIdx.x] = p;
 }
 
-__global__ void __launch_bounds__(threads) poll(const float* in, unsigned long long* cells, float* out, unsigned b) {
-  if (blockIdx.x != 0) {
-    const float p = read_tile(in, blockIdx.x - 1);
-    if (threadIdx.x == 0)
-      *reinterpret_cast<volatile unsigned long long*>(&cells[blockIdx.x - 1]) = (1ull << 32) | __float_as_uint(p);
-    return;
-  }
-  float v = 0.0f;
-  const bool valid = threadIdx.x < b;
-  if (valid) {
-    volatile unsigned long long* cell = &cells[threadIdx.x];
-    unsigned long long w;
-    while (((w = *cell) >> 32) == 0) {
-    }
-    *cell = 0ull;
-    v = __uint_as_float(unsigned(w));
-  }
-  const float total = fold(v, valid);
-  if (threadIdx.x == 0) *out = total;
+// Block b > 0 of a polled combine: its tile's partial, published with its flag in one word.
+__device__ __forceinline__ void publish_tile(const float* in, unsigned long long* cells) {
+  const float p = read_tile(in, blockIdx.x - 1);
+  if (threadIdx.x == 0)
+    *reinterpret_cast<volatile unsigned long long*>(&cells[blockIdx.x - 1]) = (1ull << 32) | __float_as_uint(p);
 }
 
-__global__ void __launch_bounds__(threads)
-    poll_warp(const float* in, unsigned long long* cells, float* out, unsigned b) {
+// Block 0's thread t of a polled combine: partial t once its flag is up; the cell is cleared.
+__device__ __forceinline__ float wait_for_partial(unsigned long long* cells) {
+  volatile unsigned long long* cell = &cells[threadIdx.x];
+  unsigned long long w;
+  while (((w = *cell) >> 32) == 0) {
+  }
+  *cell = 0ull;
+  return __uint_as_float(unsigned(w));
+}
+
+// WarpOnly: block 0's fold is warp 0's shuffle tree alone (b <= 32).
+template <bool WarpOnly>
+__global__ void __launch_bounds__(threads) poll(const float* in, unsigned long long* cells, float* out, unsigned b) {
   if (blockIdx.x != 0) {
-    const float p = read_tile(in, blockIdx.x - 1);
-    if (threadIdx.x == 0)
-      *reinterpret_cast<volatile unsigned long long*>(&cells[blockIdx.x - 1]) = (1ull << 32) | __float_as_uint(p);
+    publish_tile(in, cells);
     return;
   }
-  if (threadIdx.x >= 32) return;
-  float v = 0.0f;
-  if (threadIdx.x < b) {
-    volatile unsigned long long* cell = &cells[threadIdx.x];
-    unsigned long long w;
-    while (((w = *cell) >> 32) == 0) {
-    }
-    *cell = 0ull;
-    v = __uint_as_float(unsigned(w));
+  if (WarpOnly && threadIdx.x >= 32) return;
+  const bool valid = threadIdx.x < b;
+  const float v = valid ? wait_for_partial(cells) : 0.0f;
+  float total = 0.0f;
+  if constexpr (WarpOnly) {
+    total = v;
+    for (int d = 16; d > 0; d >>= 1) total += __shfl_down_sync(0xffffffffu, total, d);
+  } else {
+    total = fold(v, valid);
   }
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
-  if (threadIdx.x == 0) *out = v;
+  if (threadIdx.x == 0) *out = total;
 }
 
 __global__ void __launch_bounds__(threads)
@@ -138,42 +134,35 @@ __global__ void __launch_bounds__(threads)
   }
 }
 
-__global__ void __launch_bounds__(threads) cluster_solo(const float* in, float* partials) {
-  const float p = read_tile(in, blockIdx.x);
-  if (threadIdx.x == 0) partials[blockIdx.x] = p;
-}
-
-__global__ void __launch_bounds__(threads) cluster_sync(const float* in, float* out) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ float slots[most_cluster_blocks];
-  const cg::cluster_group cluster = cg::this_cluster();
-  const unsigned rank = cluster.block_rank();
-  const float p = read_tile(in, blockIdx.x);
-  if (threadIdx.x == 0) cluster.map_shared_rank(slots, 0)[rank] = p;
-  cluster.sync();
-  if (rank != 0) return;
-  const bool valid = threadIdx.x < cluster.num_blocks();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the cluster kernels' bodies
+// Block 0 of a cluster combine: the fold of the partials its cluster's blocks wrote into
+// its shared memory.
+__device__ __forceinline__ void fold_slots(const float* slots, unsigned blocks, float* out) {
+  const bool valid = threadIdx.x < blocks;
   const float total = fold(valid ? slots[threadIdx.x] : 0.0f, valid);
   if (threadIdx.x == 0) *out = total;
-#else
-  (void)in;
-  (void)out;
+}
 #endif
-}
 
-__global__ void __launch_bounds__(threads) cluster_arrive(const float* in, float* out) {
+// Partials into block 0's shared memory, then a cluster barrier: every block arrives and
+// waits, or (ArriveAndLeave) blocks other than 0 arrive and leave and block 0 waits.
+template <bool ArriveAndLeave>
+__global__ void __launch_bounds__(threads) cluster_barrier(const float* in, float* out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   __shared__ float slots[most_cluster_blocks];
   const cg::cluster_group cluster = cg::this_cluster();
   const unsigned rank = cluster.block_rank();
   const float p = read_tile(in, blockIdx.x);
   if (threadIdx.x == 0) cluster.map_shared_rank(slots, 0)[rank] = p;
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  if (rank != 0) return;
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  const bool valid = threadIdx.x < cluster.num_blocks();
-  const float total = fold(valid ? slots[threadIdx.x] : 0.0f, valid);
-  if (threadIdx.x == 0) *out = total;
+  if constexpr (ArriveAndLeave) {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    if (rank != 0) return;
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  } else {
+    cluster.sync();
+    if (rank != 0) return;
+  }
+  fold_slots(slots, cluster.num_blocks(), out);
 #else
   (void)in;
   (void)out;
@@ -218,9 +207,7 @@ __global__ void __launch_bounds__(threads) cluster_mbar(const float* in, float* 
         : "memory");
   }
   __syncthreads();  // slots[0], written by thread 0 of this block
-  const bool valid = threadIdx.x < blocks;
-  const float total = fold(valid ? slots[threadIdx.x] : 0.0f, valid);
-  if (threadIdx.x == 0) *out = total;
+  fold_slots(slots, blocks, out);
 #else
   (void)in;
   (void)out;
@@ -283,7 +270,7 @@ int main(int argc, char** argv) {
   BENCH_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   const bool clusters = major >= 9;  // the cluster kernels are empty in code built for older GPUs
   if (clusters) {
-    for (auto k : {cluster_solo, cluster_sync, cluster_arrive, cluster_mbar})
+    for (auto k : {solo, cluster_barrier<false>, cluster_barrier<true>, cluster_mbar})
       BENCH_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
 
@@ -327,12 +314,12 @@ int main(int argc, char** argv) {
       std::printf("k=%-3d B=%-3u %-15s %6.2f us\n", calls_per_timing, b, name, us);
     };
     const auto run_solo = [&](const float* in) { solo<<<b, threads, 0, stream>>>(in, partials); };
-    const auto run_poll = [&](const float* in) { poll<<<b + 1, threads, 0, stream>>>(in, cells, out, b); };
+    const auto run_poll = [&](const float* in) { poll<false><<<b + 1, threads, 0, stream>>>(in, cells, out, b); };
     const auto run_last = [&](const float* in) { last_block<<<b, threads, 0, stream>>>(in, partials, ticket, out, b); };
     time("solo", run_solo, true);
     time("poll", run_poll, false);
     time("last_block", run_last, false);
-    if (b <= 32) time("poll_warp", [&](const float* in) { poll_warp<<<b + 1, threads, 0, stream>>>(in, cells, out, b); }, false);
+    if (b <= 32) time("poll_warp", [&](const float* in) { poll<true><<<b + 1, threads, 0, stream>>>(in, cells, out, b); }, false);
     const auto policy = tally::device.on(stream);
     time("tally", [&](const float* in) { tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{}); }, false);
     std::size_t cub_bytes = 0;
@@ -342,9 +329,9 @@ int main(int argc, char** argv) {
     time("cub", [&](const float* in) { BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, in, out, int(n), stream)); }, false);
     BENCH_CUDA_CHECK(cudaFree(cub_temp));
     if (clusters && b <= most_cluster_blocks) {
-      time("cluster_solo", [&](const float* in) { launch_cluster(cluster_solo, b, stream, in, partials); }, true);
-      time("cluster_sync", [&](const float* in) { launch_cluster(cluster_sync, b, stream, in, out); }, false);
-      time("cluster_arrive", [&](const float* in) { launch_cluster(cluster_arrive, b, stream, in, out); }, false);
+      time("cluster_solo", [&](const float* in) { launch_cluster(solo, b, stream, in, partials); }, true);
+      time("cluster_sync", [&](const float* in) { launch_cluster(cluster_barrier<false>, b, stream, in, out); }, false);
+      time("cluster_arrive", [&](const float* in) { launch_cluster(cluster_barrier<true>, b, stream, in, out); }, false);
       if (b >= 2)
         time("cluster_mbar", [&](const float* in) { launch_cluster(cluster_mbar, b, stream, in, out); }, false);
     }
