@@ -437,8 +437,8 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
   }
 }
 
-// The block tree over the tile partials that the threads of the folding block hold (thread t
-// partials t, t + block_threads, ...; valid says whether it holds any); thread 0 gets it.
+// The block tree over the folding block's threads' folds of the tile partials (thread t has
+// folded partials t, t + block_threads, ...; valid says whether it had any); thread 0 gets it.
 // With a partial for every thread the tree needs no validity flags: the same tree, with
 // less on its critical path. With at most warp_threads partials only warp 0 holds any, and
 // the block tree's answer is warp 0's tree: the other warps' results are empty, and
