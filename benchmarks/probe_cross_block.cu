@@ -14,8 +14,8 @@
 // and, for comparison on the same inputs, tally::reduce_into and CUB's Sum of B * 8192 floats.
 // Every figure is given for 200 calls per timing and for 20 (what the benchmarks use), to
 // show what part of a per-call figure is the fixed cost of a timing.
-// Each prints the median device time per call over back-to-back calls (held stream) and
-// checks its answer against a double sum on the host.
+// Each line printed is one variant's median device time per call over back-to-back calls on
+// a held stream; every variant's answer is first checked against a double sum on the host.
 //
 // Built with the benchmarks (target probe_cross_block); the cluster variants need a GPU of
 // compute capability 9.0 or later and code built for it.
@@ -239,7 +239,8 @@ double median_us(cudaStream_t stream, F&& enqueue) {
   for (int i = 0; i < 5; ++i) enqueue();
   BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<double> t;
-  for (int s = 0; s < samples_per_timing; ++s) t.push_back(timer.seconds_per_call(stream, calls_per_timing, enqueue) * 1e6);
+  for (int s = 0; s < samples_per_timing; ++s)
+    t.push_back(timer.seconds_per_call(stream, calls_per_timing, enqueue) * 1e6);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
@@ -276,7 +277,7 @@ int main(int argc, char** argv) {
 
   bool all_right = true;
   const std::vector<int> ks = only_k != 0 ? std::vector<int>{only_k} : std::vector<int>{200, 20};
-  for (int k : ks)
+  for (int k : ks) {
   for (unsigned b : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}) {
     if (only_b != 0 && b != only_b) continue;
     calls_per_timing = k;
@@ -319,14 +320,21 @@ int main(int argc, char** argv) {
     time("solo", run_solo, true);
     time("poll", run_poll, false);
     time("last_block", run_last, false);
-    if (b <= 32) time("poll_warp", [&](const float* in) { poll<true><<<b + 1, threads, 0, stream>>>(in, cells, out, b); }, false);
+    const auto run_poll_warp = [&](const float* in) { poll<true><<<b + 1, threads, 0, stream>>>(in, cells, out, b); };
+    if (b <= 32) time("poll_warp", run_poll_warp, false);
     const auto policy = tally::device.on(stream);
-    time("tally", [&](const float* in) { tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{}); }, false);
+    const auto run_tally = [&](const float* in) {
+      tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{});
+    };
+    time("tally", run_tally, false);
     std::size_t cub_bytes = 0;
     BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, cub_bytes, input.first(), out, int(n), stream));
     void* cub_temp = nullptr;
     BENCH_CUDA_CHECK(cudaMalloc(&cub_temp, cub_bytes > 0 ? cub_bytes : 1));
-    time("cub", [&](const float* in) { BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, in, out, int(n), stream)); }, false);
+    const auto run_cub = [&](const float* in) {
+      BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, in, out, int(n), stream));
+    };
+    time("cub", run_cub, false);
     BENCH_CUDA_CHECK(cudaFree(cub_temp));
     if (clusters && b <= most_cluster_blocks) {
       time("cluster_solo", [&](const float* in) { launch_cluster(solo, b, stream, in, partials); }, true);
@@ -337,6 +345,12 @@ int main(int argc, char** argv) {
     }
     BENCH_CUDA_CHECK(cudaGetLastError());
   }
+  }
+  BENCH_CUDA_CHECK(cudaFree(partials));
+  BENCH_CUDA_CHECK(cudaFree(out));
+  BENCH_CUDA_CHECK(cudaFree(cells));
+  BENCH_CUDA_CHECK(cudaFree(ticket));
+  BENCH_CUDA_CHECK(cudaStreamDestroy(stream));
   std::printf(all_right ? "all answers right\n" : "SOME ANSWERS WRONG\n");
   return all_right ? 0 : 1;
 }
