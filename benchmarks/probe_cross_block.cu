@@ -230,20 +230,6 @@ void launch_cluster(Kernel kernel, unsigned blocks, cudaStream_t stream, Args...
   BENCH_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
-int calls_per_timing = 200;
-int samples_per_timing = 21;
-
-template <class F>
-double median_us(cudaStream_t stream, F&& enqueue) {
-  bench::event_timer timer;
-  for (int i = 0; i < 5; ++i) enqueue();
-  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> t;
-  for (int s = 0; s < samples_per_timing; ++s)
-    t.push_back(timer.seconds_per_call(stream, calls_per_timing, enqueue) * 1e6);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace
 
@@ -252,7 +238,7 @@ double median_us(cudaStream_t stream, F&& enqueue) {
 int main(int argc, char** argv) {
   const unsigned only_b = argc > 1 ? unsigned(std::atoi(argv[1])) : 0u;
   const int only_k = argc > 2 ? std::atoi(argv[2]) : 0;
-  if (only_k != 0 && only_k < 20) samples_per_timing = 1;
+  const int samples = only_k != 0 && only_k < 20 ? 1 : 21;  // medians of 21 timings, or one for a profiler
   cudaStream_t stream = nullptr;
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   constexpr unsigned most_blocks = 128;
@@ -280,7 +266,6 @@ int main(int argc, char** argv) {
   for (int k : ks) {
   for (unsigned b : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}) {
     if (only_b != 0 && b != only_b) continue;
-    calls_per_timing = k;
     const std::size_t n = std::size_t(b) * tile_floats;
     bench::rotating_input input(n, 1000 + b);
     std::vector<float> host(n);
@@ -311,8 +296,8 @@ int main(int argc, char** argv) {
     };
     const auto time = [&](const char* name, auto&& run_once, bool sums_partials) {
       verify(name, run_once, sums_partials);
-      const double us = median_us(stream, [&] { run_once(input.next()); });
-      std::printf("k=%-3d B=%-3u %-15s %6.2f us\n", calls_per_timing, b, name, us);
+      const double us = bench::median_device_us(stream, k, samples, [&] { run_once(input.next()); }, 5);
+      std::printf("k=%-3d B=%-3u %-15s %6.2f us\n", k, b, name, us);
     };
     const auto run_solo = [&](const float* in) { solo<<<b, threads, 0, stream>>>(in, partials); };
     const auto run_poll = [&](const float* in) { poll<false><<<b + 1, threads, 0, stream>>>(in, cells, out, b); };

@@ -40,16 +40,7 @@ struct sum_in_order {
   __host__ __device__ value_t operator()(value_t a, value_t b) const { return a + b; }
 };
 
-template <class F>
-double median_device_us(cudaStream_t stream, int k, int samples, F&& enqueue) {
-  bench::event_timer timer;
-  for (int i = 0; i < 3; ++i) enqueue();
-  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> t;
-  for (int s = 0; s < samples; ++s) t.push_back(timer.seconds_per_call(stream, k, enqueue) * 1e6);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench::median_device_us;
 
 // Host wall time of one enqueue, in µs: the median of batches of k enqueues, each batch
 // followed by a synchronize that is not timed.

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -72,6 +73,19 @@ class event_timer {
   cudaEvent_t stop_ = nullptr;
   unsigned int* flags_ = nullptr;  // pinned, mapped: [0] release (host writes), [1] timed out (kernel writes)
 };
+
+// The median over `samples` timings (event_timer, held stream) of k back-to-back calls, in
+// µs per call, after `warmup` untimed calls.
+template <class F>
+double median_device_us(cudaStream_t stream, int k, int samples, F&& enqueue, int warmup = 3) {
+  event_timer timer;
+  for (int i = 0; i < warmup; ++i) enqueue();
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> t;
+  for (int s = 0; s < samples; ++s) t.push_back(timer.seconds_per_call(stream, k, enqueue) * 1e6);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 // Fills n device values with seeded random values drawn on the host from
 // std::mt19937_64 seeded with seed, then copied over:

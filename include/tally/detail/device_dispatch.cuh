@@ -100,7 +100,7 @@ void launch_single_pass(const reduction_plan& plan, const device_policy& policy,
 // exactly block_threads * VW * Loads, trying Loads, 2 * Loads, ... below loads_per_step;
 // otherwise of loads_per_step loads.
 #ifndef TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS
-#define TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS 1  // loads_per_step (8): every one-tile call in the whole step's kernel
+#define TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS 1  // 8 (loads_per_step): every one-tile call takes the whole step's kernel
 #endif
 inline constexpr int single_tile_fewest_loads = TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS;
 static_assert((loads_per_step & (loads_per_step - 1)) == 0 &&
