@@ -211,6 +211,55 @@ TEST_F(device_determinism, folds_of_few_and_many_partials_equal_the_host) {
   }
 }
 
+// Plans of two tiles run in one block, a run of block_threads threads per tile
+// (tile_pair_reduce_kernel); 3 to 5 tiles take the single pass. Its bits must equal the
+// host's and the general single pass's (a forced grid size takes that), for full and partial
+// last tiles, a last tile of one element and one that does not reach every thread, through
+// the vector loader, the element-wise one (a misaligned start) and a transformed one;
+// integer sums exact.
+TEST_F(device_determinism, plans_of_two_to_five_tiles_equal_the_host_and_the_single_pass) {
+  const auto check = [](auto zero, std::size_t offset) {
+    using T = decltype(zero);
+    const std::size_t step = tally::detail::make_plan_for<T>(1).step_items;
+    const std::size_t vector = 16 / sizeof(T);
+    for (std::uint64_t tiles : {2, 3, 4, 5}) {
+      const std::size_t last = (tiles - 1) * step;  // the last tile's first element
+      for (std::size_t n : {std::size_t(tiles * step), last + 1, last + 100 * vector + 3, tiles * step - 333}) {
+        ASSERT_EQ(tally::detail::make_plan_for<T>(n).tiles, tiles) << "n = " << n;
+        seeded s(500 + n + offset);
+        SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(offset) + ", " +
+                     std::to_string(sizeof(T)) + "-byte values, " + s.trace());
+        const auto v = random_values<T>(n, s.rng);
+        device_buffer<T> d(v, offset);
+        const T init = random_values<T>(1, s.rng)[0];
+        const auto host = bits_of(tally::reduce(tally::host, v.begin(), v.end(), init));
+        EXPECT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), init)), host);
+        EXPECT_EQ(bits_of(tally::reduce(tally::device.strategy(tally::strategy::single_pass), d.begin(), d.end(), init)),
+                  host);
+        EXPECT_EQ(bits_of(tally::reduce(tally::device.grid_size(3), d.begin(), d.end(), init)), host);
+        EXPECT_EQ(bits_of(tally::reduce(tally::device.strategy(tally::strategy::two_pass), d.begin(), d.end(), init)),
+                  host);
+        if constexpr (std::is_integral_v<T>) {
+          EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), init), reference_sum<T>(v, 0, n, init));
+        } else {
+          EXPECT_NEAR(double(tally::reduce(tally::device, d.begin(), d.end(), init)),
+                      double(reference_sum<T>(v, 0, n, init)), tally_test::sum_error_bound(v, 0, n, init));
+          const halve_value_of<T> halve;  // a transformed loader (halving ints would give zeros)
+          auto halved = thrust::make_transform_iterator(d.begin(), halve);
+          auto halved_host = thrust::make_transform_iterator(v.begin(), halve);
+          EXPECT_EQ(bits_of(tally::reduce(tally::device, halved, halved + n, init)),
+                    bits_of(tally::reduce(tally::host, halved_host, halved_host + n, init)));
+        }
+      }
+    }
+  };
+  for (std::size_t offset : {0, 1}) {
+    check(0.0f, offset);
+    check(0.0, offset);
+    check(0, offset);
+  }
+}
+
 // Inputs above a fraction of the L2 are read with an evict-first hint (streams_reads in
 // loads.cuh), smaller ones through the read-only path: the same values, so the same bits,
 // on both sides of the threshold, for the plain and the transformed loader.

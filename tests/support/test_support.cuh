@@ -188,13 +188,14 @@ class device_value {
   T* p_ = nullptr;
 };
 
-// The sizes every reduction test visits: around a warp, a block, a tile and a vector, and
-// where a one-tile kernel's loads per thread double (block_threads x 1, 2, 4, 8 chunks of
-// 8- and 4-byte values: single_tile_reduce_kernel).
+// The sizes every reduction test visits: around a warp, a block, a tile and a vector, where
+// a one-tile kernel's loads per thread double (block_threads x 1, 2, 4, 8 chunks of 8- and
+// 4-byte values: single_tile_reduce_kernel), and where plans of two tiles, reduced in one
+// block (tile_pair_reduce_kernel), end (4-byte values: 16384; 8-byte values: 8192).
 inline std::vector<std::size_t> boundary_sizes() {
-  return {0,    1,    2,    3,    4,    5,    7,    31,   32,   33,   255,  256,  257,  511,  512,  513,
-          1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, 4097, 8191, 8192, 8193, 65536 + 3,
-          (std::size_t(1) << 20) + 7};
+  return {0,    1,    2,    3,    4,    5,    7,     31,    32,    33,        255,
+          256,  257,  511,  512,  513,  1023, 1024,  1025,  2047,  2048,      2049,
+          4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 65536 + 3, (std::size_t(1) << 20) + 7};
 }
 
 }  // namespace tally_test

@@ -32,8 +32,10 @@ using tally_test::seeded;
 // Boundary sizes (warp, block, tile, vector width) and a few random ones; on the device also
 // one of several tiles per block. Fewer under compute-sanitizer, whose runs are slow.
 inline std::vector<std::size_t> type_sizes(std::mt19937_64& rng, bool device = false) {
-  if (tally_test::under_sanitizer()) return {0, 1, 17, 257, 4097, 65536 + 5};
-  std::vector<std::size_t> sizes = {0, 1, 2, 3, 15, 16, 17, 31, 33, 255, 257, 1023, 4097, 65536 + 5};
+  // 4097, 16385 and 40000: plans of two tiles, reduced in one block (tile_pair_reduce_kernel),
+  // for 8-, 2- and 1-byte values, and of three for 16- and 4-byte ones.
+  if (tally_test::under_sanitizer()) return {0, 1, 17, 257, 4097, 16385, 65536 + 5};
+  std::vector<std::size_t> sizes = {0, 1, 2, 3, 15, 16, 17, 31, 33, 255, 257, 1023, 4097, 16385, 40000, 65536 + 5};
   if (device) sizes.push_back((std::size_t(1) << 20) + 3);
   std::uniform_int_distribution<std::size_t> size(1, 100000);
   for (int i = 0; i < 2; ++i) sizes.push_back(size(rng));

@@ -133,6 +133,17 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, ready, policy.stream());
     return;
   }
+  // Two tiles: one block of a run of block_threads threads per tile (tile_pair_reduce_kernel),
+  // the single pass's bits in one launch without partials in the scratch. A forced grid size
+  // keeps the general kernel, which the determinism tests compare against it.
+  if (TALLY_TUNE_TILE_PAIR && plan.tiles == 2 && !atomic && chosen != tally::strategy::two_pass &&
+      policy.forced_grid_size() == 0) {
+    check_stream_of_device(policy.stream(), device);
+    tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>
+        <<<1, tile_pair_runs * block_threads, 0, policy.stream()>>>(load, plan, init, op, out, ready);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   const stream_scratch scratch = scratch_for(device, policy.stream());
 
   if constexpr (fits_atomic_word_v<Acc>) {

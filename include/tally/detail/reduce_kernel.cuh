@@ -41,6 +41,9 @@
 #ifndef TALLY_TUNE_FOLD_WARP_ONLY
 #define TALLY_TUNE_FOLD_WARP_ONLY 1  // 0: a fold of at most 32 partials runs the whole block tree (fold_partials_of)
 #endif
+#ifndef TALLY_TUNE_TILE_PAIR
+#define TALLY_TUNE_TILE_PAIR 1  // 0: plans of two tiles take the single pass, not tile_pair_reduce_kernel
+#endif
 #ifndef TALLY_TUNE_MIN_BLOCKS
 #define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
 #endif
@@ -143,6 +146,10 @@ struct partial_codec_for<Acc, Loader, std::enable_if_t<!std::is_void_v<typename 
   static type make(const Loader& load) { return {load}; }
 };
 
+// The thread's place in the block that reduces its tile: threadIdx.x, except in
+// tile_pair_reduce_kernel, whose block is a run of block_threads threads per tile.
+__device__ __forceinline__ unsigned tile_thread() { return threadIdx.x % block_threads; }
+
 // One step's chunks of one thread, in registers: what it fetches, and its elements in
 // the plan's order. Loads is the plan's loads_per_step, or fewer in a one-tile kernel
 // whose input ends after the first Loads chunks of each thread (single_tile_reduce_kernel).
@@ -153,7 +160,7 @@ struct step_chunks {
   chunk_t chunks[Loads][VW];
 
   __device__ __forceinline__ static std::uint64_t chunk_begin(std::uint64_t step_begin, int u) {
-    return step_begin + std::uint64_t(u * block_threads + threadIdx.x) * VW;
+    return step_begin + std::uint64_t(u * block_threads + tile_thread()) * VW;
   }
   __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
 #pragma unroll
@@ -248,7 +255,7 @@ __device__ __forceinline__ auto fold_fetched_full_tile(const Loader& load, std::
   const auto begin_of = [tile_begin](int s) { return tile_begin + std::uint64_t(s) * step_items; };
   if constexpr (folds_local_positions<Loader, Op>::value) {
     typename Loader::local_type acc;
-    const std::uint32_t first = threadIdx.x * VW;
+    const std::uint32_t first = tile_thread() * VW;
     fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, int s, auto start) {
       chunks.template fold_positions<decltype(start)::value>(load, std::uint32_t(s) * std::uint32_t(step_items) + first,
                                                              acc, op);
@@ -275,11 +282,12 @@ __device__ __forceinline__ Acc as_tile_value(const Loader& load, const Folded& f
 
 // The block's reduction of its threads' folds of a full tile, in thread 0. Local candidates
 // go through the block tree as they are (half the width of 64-bit indices, and never
-// empty) and become an Acc once.
-template <class Acc, class Loader, class Folded, class Op>
+// empty) and become an Acc once. Runs > 1: tile_pair_reduce_kernel's block, each run of
+// block_threads threads reducing its own tile (tally::block::detail::fold_warps).
+template <class Acc, int Runs = 1, class Loader, class Folded, class Op>
 __device__ __forceinline__ Acc reduce_full_tile_folds(const Loader& load, const Folded& mine, std::uint64_t tile_begin,
                                                       Op& op) {
-  return as_tile_value<Acc>(load, tally::block::reduce<block_threads>(mine, op), tile_begin);
+  return as_tile_value<Acc>(load, tally::block::detail::reduce_all<block_threads, Runs>(mine, op), tile_begin);
 }
 
 // A thread's fold of a full tile, as an Acc.
@@ -303,7 +311,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
                                                   Op& op, Acc& acc) {
   using C = typename chunk_element<Loader>::type;
   constexpr bool raw = reads_raw_chunks<Loader>::value;
-  const auto offset = [](int u) { return (unsigned(u) * block_threads + threadIdx.x) * VW; };
+  const auto offset = [](int u) { return (unsigned(u) * block_threads + tile_thread()) * VW; };
   const auto value_of = [&](const C& c, unsigned off) {
     if constexpr (raw) {
       return load.value(c, step_begin + off);
@@ -348,7 +356,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
     }
   }
   const unsigned straddling = remaining / VW * VW;  // offset of the chunk that straddles n
-  if (straddling < remaining && (straddling / VW) % block_threads == threadIdx.x) {
+  if (straddling < remaining && (straddling / VW) % block_threads == tile_thread()) {
     for (unsigned off = straddling; off < remaining; ++off) {
       C c;
       if constexpr (raw) {
@@ -377,7 +385,7 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
     return left < step_items ? unsigned(left) : step_items;
   };
   Acc acc{};
-  valid = tile_begin + std::uint64_t(threadIdx.x) * VW < n;
+  valid = tile_begin + std::uint64_t(tile_thread()) * VW < n;
   if (!valid) return acc;
   fold_partial_step<true, Acc, VW>(load, tile_begin, remaining_from(tile_begin), op, acc);
   for (std::uint64_t step_begin = tile_begin + step_items; step_begin < n; step_begin += step_items) {
@@ -389,13 +397,14 @@ __device__ Acc reduce_partial_tile(const Loader& load, std::uint64_t tile_begin,
 // The block's reduction of the last, partial tile. Where it reaches every thread (each
 // holds at least one element) the block tree needs no validity flags; it combines the same
 // values in the same tree either way.
-template <class Acc, int VW, class Loader, class Op>
+template <class Acc, int VW, int Runs = 1, class Loader, class Op>
 __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, std::uint64_t tile_begin,
                                                             std::uint64_t n, Op& op) {
   bool valid = false;
   const Acc acc = reduce_partial_tile<Acc, VW>(load, tile_begin, n, op, valid);
-  if (n - tile_begin >= std::uint64_t(block_threads) * VW) return tally::block::reduce<block_threads>(acc, op);
-  return tally::block::reduce<block_threads>(acc, valid, op);
+  if (n - tile_begin >= std::uint64_t(block_threads) * VW)
+    return tally::block::detail::reduce_all<block_threads, Runs>(acc, op);
+  return tally::block::detail::fold_warps<block_threads, false, Runs>(acc, valid, op);
 }
 
 // Writes the result; for reduce() also raises the host's ready flag once the value is
@@ -527,6 +536,43 @@ __global__ void __launch_bounds__(block_threads)
     total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
   }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+}
+
+// A plan of two tiles (2^13 < N <= 2^14 floats, 2^12 < N <= 2^13 doubles) in one block of
+// two runs of block_threads threads: run r reduces tile r exactly as a tile block of the
+// single pass would, and warp 0 then folds the two partials by the tree fold_partials_of
+// takes for at most 32 of them. So the bits are the single pass's, without publishing the
+// partials through the L2 to a block that polls for them. On the H100 this took 0.4-0.7 us
+// off 2^14 floats and 2^13 doubles (benchmarks/RESULTS.md). Plans of 3 and 4 tiles gained
+// 0.0-0.15 us with a run per tile (64 registers a thread) and lost 0.2-0.3 us with two
+// tiles per run, so they keep the single pass.
+inline constexpr unsigned tile_pair_runs = 2;
+
+template <class Acc, int VW, class Loader, class Op, class Out>
+__global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
+    tile_pair_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, unsigned int* ready) {
+  constexpr int runs = int(tile_pair_runs);
+  __shared__ alignas(Acc) unsigned char partial_bytes[runs * sizeof(Acc)];
+  Acc* const partials = reinterpret_cast<Acc*>(partial_bytes);
+  const unsigned tile = threadIdx.x / block_threads;
+  Acc partial;
+  if (plan.tile_is_full(tile)) {
+    step_chunks<VW, Loader> step;
+    step.fetch(load, plan.tile_begin(tile));
+    const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
+    partial = reduce_full_tile_folds<Acc, runs>(load, mine, plan.tile_begin(tile), op);
+  } else {
+    partial = reduce_partial_tile_of_block<Acc, VW, runs>(load, plan.tile_begin(tile), plan.n, op);
+  }
+  if (tile_thread() == 0) partials[tile] = partial;
+  __syncthreads();
+  if (threadIdx.x >= warp_threads) return;
+  // Lane t holds partial t, as thread t of the single pass's folding block does.
+  bool valid = threadIdx.x < runs;
+  Acc acc{};
+  if (valid) acc = partials[threadIdx.x];
+  acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, acc))), ready);
 }
 
 // What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
