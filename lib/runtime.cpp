@@ -236,6 +236,8 @@ const device_properties& properties(int device) {
     props->l2_bytes = value;
     TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrPageableMemoryAccess, device));
     props->pageable_memory_access = value != 0;
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
+    props->programmatic_launch = value >= 9;
     entry = std::move(props);
   }
   if (device >= 0 && device < fast_devices) fast[device].store(entry.get(), std::memory_order_release);

@@ -2,14 +2,19 @@
 // strategy at every size class; the fixed-order ones and the exact integer atomics give the
 // host backend's bits; floating-point atomics stay within the summation error bound; calls
 // of different types and strategies on one stream leave each other's scratch clean; a
-// strategy that cannot run a call throws and leaves the context usable.
+// strategy that cannot run a call throws and leaves the context usable; kernels that start
+// before the one ahead of them on the stream has ended (launch.cuh) still read its writes.
 #include "support/test_support.cuh"
 #include "tally/reduce.cuh"
 
 #include <thrust/functional.h>
 
+#include <nv/target>
+
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -241,6 +246,62 @@ TEST_F(strategies, an_atomic_strategy_that_cannot_run_the_call_throws_and_the_ne
   }
 }
 
+// A kernel of the caller's that lets the stream's next kernel be scheduled from its first
+// instruction (as a kernel written for programmatic dependent launch may), and only then,
+// after a delay, writes dst from src. A reduction launched behind it that read before the
+// kernel had ended would see the previous round's values.
+__global__ void write_late_after_early_trigger(int* dst, const int* src, std::size_t n, long long delay_cycles) {
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.launch_dependents;" ::: "memory");))
+  const long long start = clock64();
+  while (clock64() - start < delay_cycles) {
+  }
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
+TEST_F(strategies, reductions_that_start_early_still_see_the_writes_of_the_kernels_before_them) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  const auto on = tally::device.on(stream);
+  const bool small = tally_test::under_sanitizer();
+  // One tile, two tiles (one block of two runs), a few tiles, many tiles.
+  for (std::size_t n : {std::size_t(5001), std::size_t(12289), std::size_t(70001), small ? std::size_t(300007) : std::size_t(4000037)}) {
+    seeded s(400 + n);
+    SCOPED_TRACE(s.trace() + ", n " + std::to_string(n));
+    constexpr int rounds = 3;
+    std::vector<std::vector<int>> values;
+    std::vector<std::unique_ptr<device_buffer<int>>> sources;
+    std::vector<long long> want(rounds);
+    for (int r = 0; r < rounds; ++r) {
+      values.push_back(random_values<int>(n, s.rng));
+      sources.push_back(std::make_unique<device_buffer<int>>(values.back()));
+      want[r] = tally::reduce(tally::host, values.back().begin(), values.back().end(), 0LL);
+    }
+    device_buffer<int> data(std::vector<int>(n, 0));
+    for (strategy st : all_strategies) {
+      SCOPED_TRACE(name_of(st));
+      const auto policy = on.strategy(st);
+      std::vector<long long> poison(rounds + 1, 0);
+      std::memset(poison.data(), 0xA5, poison.size() * sizeof(long long));
+      device_buffer<long long> sums(poison);
+      // No host synchronization from here to the end: the stream's order alone must hold.
+      for (int r = 0; r < rounds; ++r) {
+        write_late_after_early_trigger<<<264, 256, 0, stream>>>(data.data(), sources[r]->data(), n, 40000);
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        tally::reduce_into(policy, data.begin(), data.end(), sums.data() + r, 0LL, tally::plus<long long>{});
+      }
+      // A reduction of the reductions' results: it starts while the last of them may still run.
+      tally::reduce_into(on, sums.data(), sums.data() + rounds, sums.data() + rounds, 0LL, tally::plus<long long>{});
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      std::vector<long long> got(rounds + 1);
+      ASSERT_EQ(cudaMemcpy(got.data(), sums.data(), got.size() * sizeof(long long), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (int r = 0; r < rounds; ++r) EXPECT_EQ(got[r], want[r]) << "round " << r;
+      EXPECT_EQ(got[rounds], want[0] + want[1] + want[2]);
+    }
+  }
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 TEST_F(strategies, every_strategy_can_be_captured_in_a_graph_and_replayed) {
   seeded s(3);
   SCOPED_TRACE(s.trace());
@@ -253,6 +314,7 @@ TEST_F(strategies, every_strategy_can_be_captured_in_a_graph_and_replayed) {
   for (strategy st : all_strategies) {
     SCOPED_TRACE(name_of(st));
     device_value<int> out;
+    device_value<int> then;  // a second captured call reads the first one's result
     const auto policy = tally::device.on(stream).strategy(st);
     tally::reduce_into(policy, d.begin(), d.end(), out.get(), 0);  // scratch exists before capture
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
@@ -260,14 +322,17 @@ TEST_F(strategies, every_strategy_can_be_captured_in_a_graph_and_replayed) {
     cudaGraph_t graph = nullptr;
     ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
     tally::reduce_into(policy, d.begin(), d.end(), out.get(), 0);
+    tally::reduce_into(tally::device.on(stream), out.get(), out.get() + 1, then.get(), 5);
     ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
     cudaGraphExec_t exec = nullptr;
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
     for (int replay = 0; replay < 3; ++replay) {
       out.poison();
+      then.poison();
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       EXPECT_EQ(out.read(), want) << "replay " << replay;
+      EXPECT_EQ(then.read(), static_cast<int>(static_cast<unsigned>(want) + 5u)) << "replay " << replay;
     }
     EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
     EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);

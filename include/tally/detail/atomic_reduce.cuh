@@ -161,6 +161,7 @@ template <class Acc, int VW, bool PerWarp, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     atomic_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, atomic_control control, Out* out,
                          unsigned int* ready) {
+  wait_for_prior_grid();
   // Each thread folds everything it reads across its block's tiles; the order is free.
   Acc acc{};
   bool valid = false;

@@ -339,6 +339,7 @@ template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads, 2)
     ordered_single_pass_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
                                unsigned int* ready) {
+  wait_for_prior_grid();
   if (plan.tiles == 1) {
     const Acc total = ordered_reduce_tile<Acc, VW>(load, plan, 0, op);
     if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
@@ -354,6 +355,7 @@ __global__ void __launch_bounds__(block_threads, 2)
 template <class Acc, int VW, class Loader, class Op>
 __global__ void __launch_bounds__(block_threads, 2)
     ordered_tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
+  wait_for_prior_grid();
   ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells);
 }
 
@@ -361,6 +363,7 @@ template <class Acc, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     ordered_fold_partials_kernel(std::uint64_t tiles, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
                                  unsigned int* ready) {
+  wait_for_prior_grid();
   const Acc total = ordered_fold_published_partials(cells, tiles, op);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }

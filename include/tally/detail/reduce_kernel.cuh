@@ -10,6 +10,7 @@
 // instead; their order is not fixed, so they are reproducible only for exact integer ops.
 
 #include "tally/block/reduce.cuh"
+#include "tally/detail/launch.cuh"
 #include "tally/detail/loads.cuh"
 #include "tally/detail/partials.cuh"
 #include "tally/detail/plan.cuh"
@@ -526,6 +527,7 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready) {
+  wait_for_prior_grid();
   constexpr std::uint64_t tile_items = std::uint64_t(block_threads) * Loads * VW;
   Acc total;
   if (Loads < loads_per_step || n == tile_items) {  // the host launches Loads < loads_per_step only then
@@ -540,8 +542,8 @@ __global__ void __launch_bounds__(block_threads)
 
 // A plan of two tiles (2^13 < N <= 2^14 floats, 2^12 < N <= 2^13 doubles) in one block of
 // two runs of block_threads threads: run r reduces tile r exactly as a tile block of the
-// single pass would, and warp 0 then folds the two partials by the tree fold_partials_of
-// takes for at most 32 of them. So the bits are the single pass's, without publishing the
+// single pass would, and thread 0 then folds the two partials as the tree fold_partials_of
+// takes for at most 32 of them does: op(p0, p1). So the bits are the single pass's, without publishing the
 // partials through the L2 to a block that polls for them. On the H100 this took 0.4-0.7 us
 // off 2^14 floats and 2^13 doubles (benchmarks/RESULTS.md). Plans of 3 and 4 tiles gained
 // 0.0-0.15 us with a run per tile (64 registers a thread) and lost 0.2-0.3 us with two
@@ -551,6 +553,7 @@ inline constexpr unsigned tile_pair_runs = 2;
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
     tile_pair_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, unsigned int* ready) {
+  wait_for_prior_grid();
   constexpr int runs = int(tile_pair_runs);
   __shared__ alignas(Acc) unsigned char partial_bytes[runs * sizeof(Acc)];
   Acc* const partials = reinterpret_cast<Acc*>(partial_bytes);
@@ -566,13 +569,10 @@ __global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
   }
   if (tile_thread() == 0) partials[tile] = partial;
   __syncthreads();
-  if (threadIdx.x >= warp_threads) return;
-  // Lane t holds partial t, as thread t of the single pass's folding block does.
-  bool valid = threadIdx.x < runs;
-  Acc acc{};
-  if (valid) acc = partials[threadIdx.x];
-  acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, acc))), ready);
+  // The fold's tree over two partials (lanes 0 and 1 valid, the rest empty) is op(p0, p1).
+  static_assert(runs == 2, "the fold below is the tree's for exactly two partials");
+  if (threadIdx.x == 0)
+    publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), ready);
 }
 
 // What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
@@ -595,6 +595,7 @@ __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
                               partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready,
                               fold_block_role role) {
+  wait_for_prior_grid();
   const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
   if (blockIdx.x >= fold_blocks) {
     std::uint64_t first = blockIdx.x - fold_blocks;
@@ -619,6 +620,7 @@ template <class Acc, int VW, class Loader, class Op, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
                          partial_cell<typename Codec::partial_type>* cells) {
+  wait_for_prior_grid();
   reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, blockIdx.x, gridDim.x);
 }
 
@@ -626,6 +628,7 @@ template <class Acc, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads)
     fold_partials_kernel(std::uint64_t tiles, std::uint64_t tile_items, Acc init, Op op, Codec codec,
                          partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready) {
+  wait_for_prior_grid();
   const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
 }

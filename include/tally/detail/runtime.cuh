@@ -14,6 +14,7 @@ struct device_properties {
   int multiprocessors = 0;
   int l2_bytes = 0;
   bool pageable_memory_access = false;  // the device may read ordinary malloc'd host memory
+  bool programmatic_launch = false;     // compute capability 9.0+: kernels may overlap (launch.cuh)
 };
 
 // The current device, or tally::cuda_error when no CUDA device can be used.

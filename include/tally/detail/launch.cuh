@@ -1,0 +1,68 @@
+#pragma once
+// How tally launches its kernels: with programmatic dependent launch (PDL) where the GPU has
+// it (compute capability 9.0+). A kernel so launched may be scheduled while the kernel before
+// it on the stream is still running, once every block of that one has started: its launch
+// and block start-up then overlap the earlier kernel's tail instead of following it. Every
+// tally kernel therefore starts with wait_for_prior_grid(), which waits until the earlier
+// kernel has finished and its writes are visible, before it reads or writes global memory;
+// the stream's order is kept for every kernel before it, tally's or not. Each tally kernel
+// also lets the next kernel be scheduled early from its first instruction: that costs the
+// kernel nothing, because the next one waits as this one does.
+//
+// What it buys: back-to-back reductions on one stream (and a reduction after a kernel that
+// allows it) start up to a launch latency earlier. A single call after a kernel launched the
+// ordinary way, or after a host synchronize, gains nothing and loses nothing. The knob
+// TALLY_TUNE_PDL=0 launches every kernel the ordinary way (scripts/tune compares the two;
+// benchmarks/RESULTS.md has the figures).
+
+#include "tally/error.cuh"
+
+#include <cuda_runtime.h>
+#include <nv/target>
+
+#include <utility>
+
+#ifndef TALLY_TUNE_PDL
+#define TALLY_TUNE_PDL 1
+#endif
+
+namespace tally::detail {
+
+// First statement of every tally kernel. Lets the stream's next kernel be scheduled, then
+// waits for the kernel before this one (no-op without PDL or when nothing came before).
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if TALLY_TUNE_PDL
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+                                   asm volatile("griddepcontrol.wait;" ::: "memory");))
+#endif
+}
+
+// Launches kernel<<<grid, threads, 0, stream>>>(args...), allowing it to overlap the stream's
+// previous kernel where `programmatic` (the device supports PDL), and checks the launch.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned threads, cudaStream_t stream,
+                   bool programmatic, Args&&... args) {
+#if TALLY_TUNE_PDL
+  if (programmatic) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+    const cudaError_t last = cudaGetLastError();  // clears the error the failed launch left behind
+    TALLY_CUDA_CHECK(launched != cudaSuccess ? launched : last);
+    return;
+  }
+#endif
+  (void)programmatic;
+  kernel<<<grid, threads, 0, stream>>>(std::forward<Args>(args)...);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tally::detail
