@@ -246,6 +246,32 @@ TEST_F(strategies, an_atomic_strategy_that_cannot_run_the_call_throws_and_the_ne
   }
 }
 
+// The architecture the running device code was compiled for (__CUDA_ARCH__, e.g. 900).
+__global__ void report_compiled_arch(int* arch) {
+#if defined(__CUDA_ARCH__)
+  *arch = __CUDA_ARCH__;
+#endif
+}
+
+TEST_F(strategies, kernels_are_launched_with_pdl_exactly_where_their_code_holds_the_wait) {
+  // The wait is compiled in for compute capability 9.0+ only; a kernel that runs older code
+  // (PTX of an older architecture on a newer GPU) must be launched the ordinary way.
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  device_value<int> arch;
+  report_compiled_arch<<<1, 1>>>(arch.get());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const int compiled_for = arch.read();
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  using kernel_loader = tally::detail::vector_loader<float, 4>;
+  constexpr auto kernel = tally::detail::single_tile_reduce_kernel<float, 4, 8, kernel_loader, tally::plus<float>, float>;
+  const bool expected = TALLY_TUNE_PDL && major >= 9 && compiled_for >= 900;
+  EXPECT_EQ(tally::detail::launches_programmatically<kernel>(device), expected)
+      << "compute capability " << major << ".x, device code compiled for " << compiled_for;
+}
+
 // A kernel of the caller's that lets the stream's next kernel be scheduled from its first
 // instruction (as a kernel written for programmatic dependent launch may), and only then,
 // after a delay, writes dst from src. A reduction launched behind it that read before the

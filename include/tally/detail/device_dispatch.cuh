@@ -77,7 +77,7 @@ template <auto Kernel, class... Args>
 void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
   const std::uint64_t resident = resident_grid<Kernel>(policy, device);
   const std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
-  launch_kernel(Kernel, unsigned(grid), block_threads, policy.stream(), properties(device).programmatic_launch, args...);
+  launch_kernel<Kernel>(unsigned(grid), block_threads, policy.stream(), device, args...);
 }
 
 // Launches the single pass with block 0's role (fold_block_role, reduce_kernel.cuh): it
@@ -92,8 +92,7 @@ void launch_single_pass(const reduction_plan& plan, const device_policy& policy,
     role = fold_block_role::folds_only;
     grid = (resident - 1 < plan.tiles ? resident - 1 : plan.tiles) + 1;
   }
-  launch_kernel(Kernel, unsigned(grid), block_threads, policy.stream(), properties(device).programmatic_launch, args...,
-                role);
+  launch_kernel<Kernel>(unsigned(grid), block_threads, policy.stream(), device, args..., role);
 }
 
 // The one-tile kernel (single_tile_reduce_kernel): of Loads loads per thread where n is
@@ -110,15 +109,15 @@ static_assert((loads_per_step & (loads_per_step - 1)) == 0 &&
 
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 void launch_single_tile(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
-                        cudaStream_t stream, bool programmatic) {
+                        cudaStream_t stream, int device) {
   if constexpr (Loads < loads_per_step) {
     if (n != std::uint64_t(block_threads) * Loads * VW) {
-      launch_single_tile<Acc, VW, 2 * Loads>(load, n, init, op, out, ready, stream, programmatic);
+      launch_single_tile<Acc, VW, 2 * Loads>(load, n, init, op, out, ready, stream, device);
       return;
     }
   }
-  launch_kernel(single_tile_reduce_kernel<Acc, VW, Loads, Loader, Op, Out>, 1, block_threads, stream, programmatic,
-                load, n, init, op, out, ready);
+  launch_kernel<single_tile_reduce_kernel<Acc, VW, Loads, Loader, Op, Out>>(1, block_threads, stream, device, load, n,
+                                                                           init, op, out, ready);
 }
 
 // The commutative plan: the single pass, the two pass or an atomic strategy.
@@ -127,11 +126,9 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
                                const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   const bool atomic = chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic;
-  const bool programmatic = properties(device).programmatic_launch;
   if (plan.tiles == 1 && !atomic) {  // one block, no partials: no scratch to look up either
     check_stream_of_device(policy.stream(), device);
-    launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, ready, policy.stream(),
-                                                          programmatic);
+    launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, ready, policy.stream(), device);
     return;
   }
   // Two tiles: one block of a run of block_threads threads per tile (tile_pair_reduce_kernel),
@@ -140,8 +137,8 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   if (TALLY_TUNE_TILE_PAIR && plan.tiles == 2 && !atomic && chosen != tally::strategy::two_pass &&
       policy.forced_grid_size() == 0) {
     check_stream_of_device(policy.stream(), device);
-    launch_kernel(tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>, 1, tile_pair_runs * block_threads,
-                  policy.stream(), programmatic, load, plan, init, op, out, ready);
+    launch_kernel<tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>>(1, tile_pair_runs * block_threads, policy.stream(),
+                                                                     device, load, plan, init, op, out, ready);
     return;
   }
   const stream_scratch scratch = scratch_for(device, policy.stream());
@@ -167,8 +164,8 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   if (chosen == tally::strategy::two_pass) {
     launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op, codec_t>>(plan, policy, device, load, plan, op, codec,
                                                                             cells);
-    launch_kernel(fold_partials_kernel<Acc, Op, Out, codec_t>, 1, block_threads, policy.stream(), programmatic,
-                  plan.tiles, plan.tile_items, init, op, codec, cells, out, ready);
+    launch_kernel<fold_partials_kernel<Acc, Op, Out, codec_t>>(1, block_threads, policy.stream(), device, plan.tiles,
+                                                               plan.tile_items, init, op, codec, cells, out, ready);
     return;
   }
   launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(plan, policy, device, load, plan,
@@ -183,8 +180,8 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
   auto* cells = static_cast<partial_cell<Acc>*>(scratch_for(device, policy.stream()).partials);
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
     launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
-    launch_kernel(ordered_fold_partials_kernel<Acc, Op, Out>, 1, block_threads, policy.stream(),
-                  properties(device).programmatic_launch, plan.tiles, init, op, cells, out, ready);
+    launch_kernel<ordered_fold_partials_kernel<Acc, Op, Out>>(1, block_threads, policy.stream(), device, plan.tiles, init,
+                                                              op, cells, out, ready);
     return;
   }
   launch_on_plan_grid<ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,

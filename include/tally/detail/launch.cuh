@@ -15,12 +15,13 @@
 // TALLY_TUNE_PDL=0 launches every kernel the ordinary way (scripts/tune compares the two;
 // benchmarks/RESULTS.md has the figures).
 
+#include "tally/detail/runtime.cuh"
 #include "tally/error.cuh"
 
 #include <cuda_runtime.h>
 #include <nv/target>
 
-#include <utility>
+#include <atomic>
 
 #ifndef TALLY_TUNE_PDL
 #define TALLY_TUNE_PDL 1
@@ -37,13 +38,37 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 }
 
-// Launches kernel<<<grid, threads, 0, stream>>>(args...), allowing it to overlap the stream's
-// previous kernel where `programmatic` (the device supports PDL), and checks the launch.
-template <class... Params, class... Args>
-void launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned threads, cudaStream_t stream,
-                   bool programmatic, Args&&... args) {
+// Whether Kernel may be launched with PDL on `device`: the device has it, and the code the
+// device runs for Kernel was compiled for compute capability 9.0 or later, so that
+// wait_for_prior_grid() holds the wait. A program built only for an older architecture runs
+// on a newer GPU from PTX without the wait, and must then be launched the ordinary way.
+// Asked once per kernel and device.
+template <auto Kernel>
+bool launches_programmatically(int device) {
 #if TALLY_TUNE_PDL
-  if (programmatic) {
+  if (!properties(device).programmatic_launch) return false;
+  constexpr int cached_devices = 64;
+  static std::atomic<int> known[cached_devices];  // 0 not asked yet, 1 yes, 2 no
+  int answer = device < cached_devices ? known[device].load(std::memory_order_relaxed) : 0;
+  if (answer == 0) {
+    cudaFuncAttributes attributes{};
+    TALLY_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
+    answer = attributes.ptxVersion >= 90 ? 1 : 2;
+    if (device < cached_devices) known[device].store(answer, std::memory_order_relaxed);
+  }
+  return answer == 1;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+// Launches Kernel<<<grid, threads, 0, stream>>>(args...) on `device` (the current one),
+// allowing it to overlap the stream's previous kernel where launches_programmatically, and
+// checks the launch.
+template <auto Kernel, class... Args>
+void launch_kernel(unsigned grid, unsigned threads, cudaStream_t stream, int device, const Args&... args) {
+  if (launches_programmatically<Kernel>(device)) {
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(grid);
     config.blockDim = dim3(threads);
@@ -54,14 +79,12 @@ void launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned threads, c
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
     config.numAttrs = 1;
-    const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+    const cudaError_t launched = cudaLaunchKernelEx(&config, Kernel, args...);
     const cudaError_t last = cudaGetLastError();  // clears the error the failed launch left behind
     TALLY_CUDA_CHECK(launched != cudaSuccess ? launched : last);
     return;
   }
-#endif
-  (void)programmatic;
-  kernel<<<grid, threads, 0, stream>>>(std::forward<Args>(args)...);
+  Kernel<<<grid, threads, 0, stream>>>(args...);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
