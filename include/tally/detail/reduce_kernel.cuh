@@ -543,11 +543,11 @@ __global__ void __launch_bounds__(block_threads)
 // A plan of two tiles (2^13 < N <= 2^14 floats, 2^12 < N <= 2^13 doubles) in one block of
 // two runs of block_threads threads: run r reduces tile r exactly as a tile block of the
 // single pass would, and thread 0 then folds the two partials as the tree fold_partials_of
-// takes for at most 32 of them does: op(p0, p1). So the bits are the single pass's, without publishing the
-// partials through the L2 to a block that polls for them. On the H100 this took 0.4-0.7 us
-// off 2^14 floats and 2^13 doubles (benchmarks/RESULTS.md). Plans of 3 and 4 tiles gained
-// 0.0-0.15 us with a run per tile (64 registers a thread) and lost 0.2-0.3 us with two
-// tiles per run, so they keep the single pass.
+// takes for at most 32 of them does: op(p0, p1). So the bits are the single pass's, without
+// publishing the partials through the L2 to a block that polls for them. On the H100 this
+// took 0.4-0.7 us off 2^14 floats and 2^13 doubles (benchmarks/RESULTS.md). Plans of 3 and 4
+// tiles gained 0.0-0.15 us with a run per tile (64 registers a thread) and lost 0.2-0.3 us
+// with two tiles per run, so they keep the single pass.
 inline constexpr unsigned tile_pair_runs = 2;
 
 template <class Acc, int VW, class Loader, class Op, class Out>
