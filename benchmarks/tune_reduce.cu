@@ -2,7 +2,8 @@
 // of the plan's knobs (TALLY_TUNE_* macros) and runs the variants one after another in one
 // session, so their figures can be compared. For each N it prints the median device time
 // per call (events around back-to-back calls on a held stream, inputs rotated) of tally::reduce_into, CUB's
-// Sum and the streaming-read ceiling; then the host time one enqueue costs at small N.
+// Sum and the streaming-read ceiling; the same two calls each behind an ordinary empty kernel
+// (without the overlap of back-to-back tally calls); then the host time one enqueue costs at small N.
 //
 // Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N [SMALLEST_LOG2_N]]
 // The value type summed is float, or TALLY_TUNE_VALUE (double or int) where defined.
@@ -159,6 +160,28 @@ int main(int argc, char** argv) {
                   variant, log2n, min_us, 100.0 * ceiling_us / min_us, minmax_us, 100.0 * ceiling_us / minmax_us);
       BENCH_CUDA_CHECK(cudaFree(min_out));
       BENCH_CUDA_CHECK(cudaFree(minmax_out));
+    }
+    {
+      // Each call behind an ordinary launch of an empty kernel, which lets nothing start early:
+      // the pair's time less the empty kernel's alone is a call's time without the overlap of
+      // back-to-back calls (programmatic dependent launch, launch.cuh), for tally and CUB alike.
+      const auto empty = [&] {
+        empty_kernel<<<1, 32, 0, stream>>>();
+        BENCH_CUDA_CHECK(cudaGetLastError());
+      };
+      const double empty_us = median_device_us(stream, k, samples, empty);
+      const double tally_behind_us = median_device_us(stream, k, samples, [&] {
+        empty();
+        const value_t* in = input.next();
+        tally::reduce_into(policy, in, in + n, out, value_t{}, tally::plus<value_t>{});
+      }) - empty_us;
+      const double cub_behind_us = median_device_us(stream, k, samples, [&] {
+        empty();
+        BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
+      }) - empty_us;
+      std::printf("%-8s N=2^%-2d behind an ordinary kernel (pair less the empty kernel's %.2f us): tally %7.2f  cub %7.2f us  "
+                  "cub/tally %5.3fx\n",
+                  variant, log2n, empty_us, tally_behind_us, cub_behind_us, cub_behind_us / tally_behind_us);
     }
     std::printf("%-8s N=2^%-2d tally %7.2f  cub %7.2f  ceiling %7.2f us  tally/ceiling %5.1f%%  cub/tally %5.3fx | "
                 "two_pass %7.2f  block_atomic %7.2f  warp_atomic %7.2f  ordered %7.2f us (%5.1f%% of tally)\n",
