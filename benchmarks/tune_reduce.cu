@@ -74,6 +74,12 @@ int main(int argc, char** argv) {
   BENCH_CUDA_CHECK(cudaMalloc(&ceiling_out, sizeof(float)));
   bench::read_ceiling ceiling;
   const auto policy = tally::device.on(stream);
+  // An ordinary launch of an empty kernel: the launch floor, and a predecessor that lets
+  // nothing start early.
+  const auto launch_empty = [&] {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    BENCH_CUDA_CHECK(cudaGetLastError());
+  };
 
   for (int log2n : {10, 11, 12, 13, 14, 15, 16, 17, 20, 22, 24, 25, 26, 28}) {
     if (log2n > largest_log2n) break;
@@ -165,18 +171,14 @@ int main(int argc, char** argv) {
       // Each call behind an ordinary launch of an empty kernel, which lets nothing start early:
       // the pair's time less the empty kernel's alone is a call's time without the overlap of
       // back-to-back calls (programmatic dependent launch, launch.cuh), for tally and CUB alike.
-      const auto empty = [&] {
-        empty_kernel<<<1, 32, 0, stream>>>();
-        BENCH_CUDA_CHECK(cudaGetLastError());
-      };
-      const double empty_us = median_device_us(stream, k, samples, empty);
+      const double empty_us = median_device_us(stream, k, samples, launch_empty);
       const double tally_behind_us = median_device_us(stream, k, samples, [&] {
-        empty();
+        launch_empty();
         const value_t* in = input.next();
         tally::reduce_into(policy, in, in + n, out, value_t{}, tally::plus<value_t>{});
       }) - empty_us;
       const double cub_behind_us = median_device_us(stream, k, samples, [&] {
-        empty();
+        launch_empty();
         BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
       }) - empty_us;
       std::printf("%-8s N=2^%-2d behind an ordinary kernel (pair less the empty kernel's %.2f us): tally %7.2f  cub %7.2f us  "
@@ -190,10 +192,7 @@ int main(int argc, char** argv) {
 
     if (log2n == 10) {
       const int kk = 50, ss = 21;
-      const double e_empty = median_enqueue_us(stream, kk, ss, [&] {
-        empty_kernel<<<1, 32, 0, stream>>>();
-        BENCH_CUDA_CHECK(cudaGetLastError());
-      });
+      const double e_empty = median_enqueue_us(stream, kk, ss, launch_empty);
       const double e_ceiling = median_enqueue_us(stream, kk, ss, [&] { ceiling.read_bytes(input.next(), input.bytes(), ceiling_out, stream); });
       const double e_cub = median_enqueue_us(stream, kk, ss, [&] {
         BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
@@ -202,10 +201,7 @@ int main(int argc, char** argv) {
         const value_t* in = input.next();
         tally::reduce_into(policy, in, in + n, out, value_t{}, tally::plus<value_t>{});
       });
-      const double d_empty = median_device_us(stream, 20, samples, [&] {
-        empty_kernel<<<1, 32, 0, stream>>>();
-        BENCH_CUDA_CHECK(cudaGetLastError());
-      });
+      const double d_empty = median_device_us(stream, 20, samples, launch_empty);
       std::printf("%-12s enqueue us/call at 2^10: empty %.2f  ceiling %.2f  cub %.2f  tally %.2f; empty kernel device %.2f us\n",
                   variant, e_empty, e_ceiling, e_cub, e_tally, d_empty);
       // Round trip of tally::reduce at 2^10 (host clock).
