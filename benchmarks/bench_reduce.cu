@@ -31,7 +31,8 @@
 //                             to a pinned host float, cudaStreamSynchronize (slot vs copy)
 //     launch_floor_flag       float only: the least a round trip can take here, whatever N:
 //                             one launch of a kernel that reads nothing and hands a value to
-//                             the host through mapped pinned memory, the host spinning on a flag
+//                             the host through mapped pinned memory as tally::reduce does (one
+//                             tagged 8-byte word), the host spinning on it
 //     launch_floor_sync       the same kernel, then cudaStreamSynchronize and a host read
 //
 // Counters: GBps (N * sizeof(T) bytes / time, 1e9 bytes per second) and N. Each benchmark
@@ -50,6 +51,7 @@
 
 #include <benchmark/benchmark.h>
 #include <cub/device/device_reduce.cuh>
+#include <cuda/atomic>
 #include <thrust/execution_policy.h>
 #include <thrust/reduce.h>
 
@@ -58,6 +60,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -102,8 +105,7 @@ struct context {
   cudaStream_t stream = nullptr;
   void* out = nullptr;           // device result of the asynchronous calls (any type)
   float* pinned_out = nullptr;   // pinned host float for roundtrip/float/tally_reduce_copy
-  float* handed_value = nullptr;       // mapped pinned memory: the launch floors' value
-  unsigned int* handed_flag = nullptr;  // and flag, in the same allocation
+  unsigned long long* handed_word = nullptr;  // mapped pinned memory: the launch floors' hand-over
   std::unique_ptr<bench::read_ceiling> ceiling;
 };
 context* ctx = nullptr;
@@ -357,26 +359,27 @@ void roundtrip_tally_reduce_copy(benchmark::State& state) {
   });
 }
 
-// The launch floors' kernel: no input, one value to the host, then the flag (after a fence,
-// so that the host that sees the flag sees the value).
-__global__ void hand_over(float value, float* out, unsigned int* flag) {
-  *reinterpret_cast<volatile float*>(out) = value;
-  __threadfence_system();
-  *reinterpret_cast<volatile unsigned int*>(flag) = 1;
+// The launch floors' kernel: no input, one value handed to the host as tally::reduce hands
+// its value over (runtime.cuh): the value's bits and a tag in one 8-byte store.
+__global__ void hand_over(float value, unsigned long long* word) {
+  unsigned int bits = 0;
+  memcpy(&bits, &value, sizeof(bits));
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(*word).store(tally::detail::handoff_tag | bits,
+                                                                              cuda::std::memory_order_relaxed);
 }
 
 void roundtrip_launch_floor(benchmark::State& state, bool spin_on_flag) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  volatile unsigned int* flag = ctx->handed_flag;
+  volatile unsigned long long* word = ctx->handed_word;
   float value = 1.0f;
   time_roundtrip<float>(state, n, [&] {
-    *flag = 0;
+    *word = 0;
     value += 1.0f;
-    hand_over<<<1, 1, 0, ctx->stream>>>(value, ctx->handed_value, ctx->handed_flag);
+    hand_over<<<1, 1, 0, ctx->stream>>>(value, ctx->handed_word);
     BENCH_CUDA_CHECK(cudaGetLastError());
     if (spin_on_flag) {
-      for (long spins = 1; *flag == 0; ++spins) {
-        if (spins % (1 << 20) == 0) {  // a failed launch never raises the flag
+      for (long spins = 1; (*word >> 32) == 0; ++spins) {
+        if (spins % (1 << 20) == 0) {  // a failed launch never hands a value over
           const cudaError_t status = cudaStreamQuery(ctx->stream);
           if (status != cudaErrorNotReady) BENCH_CUDA_CHECK(status);
         }
@@ -384,7 +387,9 @@ void roundtrip_launch_floor(benchmark::State& state, bool spin_on_flag) {
     } else {
       BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     }
-    const float handed = *reinterpret_cast<volatile float*>(ctx->handed_value);
+    const auto bits = static_cast<unsigned int>(*word);
+    float handed = 0.0f;
+    std::memcpy(&handed, &bits, sizeof(handed));
     if (handed != value) {
       state.SkipWithError("the launch floor's kernel handed over a wrong value");
     }
@@ -459,8 +464,7 @@ int main(int argc, char** argv) {
   BENCH_CUDA_CHECK(cudaMallocHost(&c.pinned_out, sizeof(float)));
   void* handed = nullptr;
   BENCH_CUDA_CHECK(cudaHostAlloc(&handed, 256, cudaHostAllocMapped));
-  c.handed_value = static_cast<float*>(handed);
-  c.handed_flag = reinterpret_cast<unsigned int*>(static_cast<char*>(handed) + 128);
+  c.handed_word = static_cast<unsigned long long*>(handed);
   c.ceiling = std::make_unique<bench::read_ceiling>();
   ctx = &c;
 
@@ -476,7 +480,7 @@ int main(int argc, char** argv) {
   inputs<double>().clear();
   c.ceiling.reset();
   BENCH_CUDA_CHECK(cudaFreeHost(c.pinned_out));
-  BENCH_CUDA_CHECK(cudaFreeHost(c.handed_value));
+  BENCH_CUDA_CHECK(cudaFreeHost(c.handed_word));
   BENCH_CUDA_CHECK(cudaFree(c.out));
   BENCH_CUDA_CHECK(cudaStreamDestroy(c.stream));
   ctx = nullptr;

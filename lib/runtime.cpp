@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -176,7 +177,7 @@ stream_scratch make_scratch(int device, cudaStream_t stream) {
   return scratch;
 }
 
-constexpr std::size_t slot_bytes = max_accumulator_bytes + 64;  // value, then the ready flag
+constexpr std::size_t slot_bytes = (sizeof(host_handoff) + 63) / 64 * 64;  // whole cache lines
 constexpr std::size_t slots_per_slab = 64;
 
 struct slot_pool {
@@ -351,7 +352,7 @@ void fail_next_allocations(int count) {
 
 int pending_allocation_failures() { return injected_allocation_failures.load(std::memory_order_relaxed); }
 
-result_slot::result_slot() : slot_(nullptr) {
+result_slot::result_slot() : handoff_(nullptr) {
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.free_slots.empty()) {
@@ -365,46 +366,59 @@ result_slot::result_slot() : slot_(nullptr) {
     p.slabs.push_back(slab);
     for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(slab) + i * slot_bytes);
   }
-  slot_ = p.free_slots.back();
+  handoff_ = static_cast<host_handoff*>(p.free_slots.back());
   p.free_slots.pop_back();
-  *reinterpret_cast<volatile unsigned int*>(ready_flag()) = 0;
+  // A slot comes back to the pool only after its value was taken, or after its stream
+  // failed: no kernel writes it any more.
+  volatile unsigned long long* words = handoff_->word;
+  for (std::size_t w = 0; w < handoff_words; ++w) words[w] = 0;
 }
 
-void result_slot::wait(cudaStream_t stream) const {
-  // The fast path reads only the flag: no driver call between the kernel's write and our
+bool result_slot::handed_over(std::size_t words) const noexcept {
+  const volatile unsigned long long* word = handoff_->word;  // aligned 8-byte reads: never torn
+  for (std::size_t w = 0; w < words; ++w)
+    if ((word[w] & ~0xffffffffull) != handoff_tag) return false;
+  return true;
+}
+
+void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) const {
+  // The fast path reads only the words: no driver call between the kernel's stores and our
   // return. The clock is read every few thousand spins; after quiet_us the stream is asked
-  // too (a failed kernel never raises the flag), and after spin_us we block instead.
-  const volatile unsigned int* flag = ready_flag();
+  // too (a failed kernel never hands a value over), and after spin_us we block instead.
+  const std::size_t words = (bytes + 3) / 4;  // 4 bytes of the value per word
   using clock = std::chrono::steady_clock;
   constexpr auto quiet_us = std::chrono::microseconds(50);
   constexpr auto spin_us = std::chrono::microseconds(200);
   const auto start = clock::now();
-  for (;;) {
-    for (int spin = 0; spin < 2048; ++spin) {
-      if (*flag != 0) {
-        std::atomic_thread_fence(std::memory_order_acquire);  // the value was written before the flag
-        return;
-      }
-    }
+  bool done = false;
+  while (!done) {
+    for (int spin = 0; spin < 2048 && !done; ++spin) done = handed_over(words);
+    if (done) break;
     const auto waited = clock::now() - start;
-    if (waited > spin_us) break;
-    if (waited > quiet_us) {
+    if (waited > spin_us) {
+      TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
+      done = handed_over(words);
+      if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a value
+    } else if (waited > quiet_us) {
       const cudaError_t status = cudaStreamQuery(stream);
       if (status != cudaErrorNotReady) {
         TALLY_CUDA_CHECK(status);
-        if (*flag == 0) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a result
+        done = handed_over(words);
+        if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);
       }
     }
   }
-  TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (*flag == 0) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);
   std::atomic_thread_fence(std::memory_order_acquire);
+  unsigned int pieces[handoff_words];
+  const volatile unsigned long long* word = handoff_->word;
+  for (std::size_t w = 0; w < words; ++w) pieces[w] = static_cast<unsigned int>(word[w]);
+  std::memcpy(value, pieces, bytes);
 }
 
 result_slot::~result_slot() {
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);
-  p.free_slots.push_back(slot_);
+  p.free_slots.push_back(handoff_);
 }
 
 }  // namespace tally::detail

@@ -42,6 +42,25 @@ void min_into_with_device_lambda(const float* first, const float* last, float* o
                      [] __device__(float a, float b) { return a < b ? a : b; });
 }
 
+// Keeps a stream busy for about `cycles` clock cycles, so that the host reaches its wait
+// before the reduction queued behind has run.
+__global__ void spin_for(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// A 16-byte value: reduce() hands it to the host in four tagged words (runtime.cuh).
+struct two_sums {
+  long long low;
+  long long high;
+};
+struct add_two_sums {
+  __host__ __device__ two_sums operator()(const two_sums& a, const two_sums& b) const {
+    return {a.low + b.low, a.high + b.high};
+  }
+};
+
 template <class T>
 class device_reduce : public tally_test::device_test {};
 using value_types = ::testing::Types<int, unsigned, float, double>;
@@ -433,6 +452,41 @@ TEST_F(device_interop, concurrent_calls_from_host_threads_on_their_own_streams) 
   for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
   // One scratch entry per stream that was used, whatever the number of calls.
   EXPECT_LE(tally::detail::scratch_entries(), scratch_before + threads / 2 + 1);
+}
+
+// reduce() takes its value from a pinned slot that the next call gets again (the pool hands
+// slots out last in, first out). Each call waits behind a kernel of another length: none
+// (the host spins), about 0.1 ms (it asks the stream meanwhile) and about 2 ms (it blocks
+// in cudaStreamSynchronize), and returns a 16-byte value unlike the last call's. A word
+// left over from the last call, or a value taken before all its words landed, would show
+// as a wrong sum.
+TEST_F(device_interop, reduce_returns_its_own_value_however_long_it_waits) {
+  seeded s(406);
+  SCOPED_TRACE(s.trace());
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const auto policy = tally::device.on(stream);
+  std::uniform_int_distribution<long long> value(-(1LL << 40), 1LL << 40);
+  std::uniform_int_distribution<std::size_t> size(1, 100000);
+  for (int round = 0; round < 6; ++round) {
+    for (long long cycles : {0LL, 200000LL, 4000000LL}) {
+      std::vector<two_sums> v(size(s.rng));
+      two_sums want{0, 0};
+      for (auto& x : v) {
+        x = {value(s.rng), value(s.rng)};
+        want.low += x.low;
+        want.high += x.high;
+      }
+      device_buffer<two_sums> d(v);
+      if (cycles > 0) spin_for<<<1, 1, 0, stream>>>(cycles);
+      TEST_CUDA(cudaGetLastError());
+      const two_sums got =
+          tally::reduce(policy, d.begin(), d.end(), two_sums{0, 0}, tally::commutative(add_two_sums{}));
+      EXPECT_EQ(got.low, want.low) << "round " << round << ", " << cycles << " cycles, n " << v.size();
+      EXPECT_EQ(got.high, want.high) << "round " << round << ", " << cycles << " cycles, n " << v.size();
+    }
+  }
+  TEST_CUDA(cudaStreamDestroy(stream));
 }
 
 TEST_F(device_interop, steady_state_calls_add_no_scratch) {

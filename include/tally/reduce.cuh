@@ -27,7 +27,6 @@
 #include "tally/operator_traits.cuh"
 
 #include <cstdint>
-#include <cstring>
 #include <iterator>
 #include <type_traits>
 
@@ -107,10 +106,9 @@ Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op)
     const int device = current_device();
     if (n == 0) return init;
     result_slot slot;
-    device_reduce(first, n, init, op, static_cast<Acc*>(slot.device()), slot.ready_flag(), policy, device, "reduce");
-    slot.wait(policy.stream());
+    device_reduce(first, n, init, op, static_cast<Acc*>(nullptr), slot.handoff(), policy, device, "reduce");
     Acc result;
-    std::memcpy(&result, slot.host(), sizeof(Acc));
+    slot.take(policy.stream(), &result, sizeof(Acc));
     return result;
   }
 }
@@ -138,7 +136,7 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
       TALLY_CUDA_CHECK(cudaGetLastError());
       return;
     }
-    device_reduce(first, n, init, op, out_ptr, static_cast<unsigned int*>(nullptr), policy, device, "reduce_into");
+    device_reduce(first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), policy, device, "reduce_into");
   }
 }
 

@@ -141,7 +141,7 @@ __device__ void contribute(const atomic_control& control, const Acc& value, Op& 
 // Counts the unit as done; the last one writes the result and zeroes the control block.
 template <class Acc, class Op, class Out>
 __device__ void finish_unit(const atomic_control& control, unsigned int units, Acc init, Op& op, Out* out,
-                            unsigned int* ready) {
+                            host_handoff* handoff) {
   __threadfence();
   if (atomicAdd(&control.words[0], 1u) != units - 1) return;
   __threadfence();
@@ -154,13 +154,13 @@ __device__ void finish_unit(const atomic_control& control, unsigned int units, A
   control.words[0] = 0;
   control.words[1] = 0;
   control.words[2] = 0;
-  publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+  publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 template <class Acc, int VW, bool PerWarp, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     atomic_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, atomic_control control, Out* out,
-                         unsigned int* ready) {
+                         host_handoff* handoff) {
   wait_for_prior_grid();
   // Each thread folds everything it reads across its block's tiles; the order is free.
   Acc acc{};
@@ -184,13 +184,13 @@ __global__ void __launch_bounds__(block_threads)
     acc = tally::warp::reduce(acc, valid, op);
     if (threadIdx.x % warp_threads == 0) {
       if (valid) contribute(control, acc, op);
-      finish_unit(control, gridDim.x * (block_threads / warp_threads), init, op, out, ready);
+      finish_unit(control, gridDim.x * (block_threads / warp_threads), init, op, out, handoff);
     }
   } else {
     acc = tally::block::reduce<block_threads>(acc, valid, op);
     if (threadIdx.x == 0) {
       if (valid) contribute(control, acc, op);
-      finish_unit(control, gridDim.x, init, op, out, ready);
+      finish_unit(control, gridDim.x, init, op, out, handoff);
     }
   }
 }

@@ -108,27 +108,27 @@ static_assert((loads_per_step & (loads_per_step - 1)) == 0 &&
               "one-tile kernels double their loads from single_tile_fewest_loads up to loads_per_step");
 
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
-void launch_single_tile(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+void launch_single_tile(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                         cudaStream_t stream, int device) {
   if constexpr (Loads < loads_per_step) {
     if (n != std::uint64_t(block_threads) * Loads * VW) {
-      launch_single_tile<Acc, VW, 2 * Loads>(load, n, init, op, out, ready, stream, device);
+      launch_single_tile<Acc, VW, 2 * Loads>(load, n, init, op, out, handoff, stream, device);
       return;
     }
   }
   launch_kernel<single_tile_reduce_kernel<Acc, VW, Loads, Loader, Op, Out>>(1, block_threads, stream, device, load, n,
-                                                                           init, op, out, ready);
+                                                                           init, op, out, handoff);
 }
 
 // The commutative plan: the single pass, the two pass or an atomic strategy.
 template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                                const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   const bool atomic = chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic;
   if (plan.tiles == 1 && !atomic) {  // one block, no partials: no scratch to look up either
     check_stream_of_device(policy.stream(), device);
-    launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, ready, policy.stream(), device);
+    launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, handoff, policy.stream(), device);
     return;
   }
   // Two tiles: one block of a run of block_threads threads per tile (tile_pair_reduce_kernel),
@@ -138,7 +138,7 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
       policy.forced_grid_size() == 0) {
     check_stream_of_device(policy.stream(), device);
     launch_kernel<tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>>(1, tile_pair_runs * block_threads, policy.stream(),
-                                                                     device, load, plan, init, op, out, ready);
+                                                                     device, load, plan, init, op, out, handoff);
     return;
   }
   const stream_scratch scratch = scratch_for(device, policy.stream());
@@ -148,10 +148,10 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
       const atomic_control control{scratch.control};
       if (chosen == tally::strategy::block_atomic) {
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>>(plan, policy, device, load, plan,
-                                                                                   init, op, control, out, ready);
+                                                                                   init, op, control, out, handoff);
       } else {
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>>(plan, policy, device, load, plan,
-                                                                                  init, op, control, out, ready);
+                                                                                  init, op, control, out, handoff);
       }
       return;
     }
@@ -165,27 +165,27 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
     launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op, codec_t>>(plan, policy, device, load, plan, op, codec,
                                                                             cells);
     launch_kernel<fold_partials_kernel<Acc, Op, Out, codec_t>>(1, block_threads, policy.stream(), device, plan.tiles,
-                                                               plan.tile_items, init, op, codec, cells, out, ready);
+                                                               plan.tile_items, init, op, codec, cells, out, handoff);
     return;
   }
-  launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(plan, policy, device, load, plan,
-                                                                                   init, op, codec, cells, out, ready);
+  launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(
+      plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
 }
 
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.
 template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                            const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   auto* cells = static_cast<partial_cell<Acc>*>(scratch_for(device, policy.stream()).partials);
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
     launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
     launch_kernel<ordered_fold_partials_kernel<Acc, Op, Out>>(1, block_threads, policy.stream(), device, plan.tiles, init,
-                                                              op, cells, out, ready);
+                                                              op, cells, out, handoff);
     return;
   }
   launch_on_plan_grid<ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,
-                                                                            cells, out, ready);
+                                                                            cells, out, handoff);
 }
 
 // Loaders with 16-byte reads carry the evict-first hint for large inputs (streams_reads).
@@ -195,7 +195,7 @@ template <class Loader>
 struct takes_read_hint<Loader, std::void_t<decltype(Loader::bytes_per_element)>> : std::true_type {};
 
 template <class Acc, int VW, class Loader, class Op, class Out>
-void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                    const device_policy& policy, int device, const char* algorithm) {
   static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
   Loader load = given;
@@ -204,16 +204,16 @@ void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* o
   }
   const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
   if constexpr (is_commutative_v<Op>) {
-    launch_commutative_reduce<Acc, VW>(load, n, init, op, out, ready, policy, device, chosen);
+    launch_commutative_reduce<Acc, VW>(load, n, init, op, out, handoff, policy, device, chosen);
   } else {
-    launch_ordered_reduce<Acc, VW>(load, n, init, op, out, ready, policy, device, chosen);
+    launch_ordered_reduce<Acc, VW>(load, n, init, op, out, handoff, policy, device, chosen);
   }
 }
 
-// Reduces [first, first + n) on the device into *out (device-writable memory), raising
-// *ready (pinned host memory) afterwards when it is not null. n > 0.
+// Reduces [first, first + n) on the device into *out (device-writable memory), or when
+// handoff is not null into its words for the host instead (runtime.cuh). n > 0.
 template <class Acc, class It, class Op, class Out>
-void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready,
+void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                    const device_policy& policy, int device, const char* algorithm) {
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
@@ -224,17 +224,18 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
     if constexpr (vw > 1 && sizeof(elem) * vw == 16) {
       if (aligned(data)) {
-        launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
+        launch_reduce<Acc, vw>(vector_loader<elem, vw>{data}, n, init, op, out, handoff, policy, device, algorithm);
         return;
       }
     } else if constexpr (sizeof(elem) * vw == wide_chunk_bytes) {  // float3 and kin
       if (aligned(data)) {
         using loader = wide_chunk_loader<same_value, elem, V, vw>;
-        launch_reduce<Acc, vw>(loader{data, {}}, n, init, op, out, ready, policy, device, algorithm);
+        launch_reduce<Acc, vw>(loader{data, {}}, n, init, op, out, handoff, policy, device, algorithm);
         return;
       }
     }
-    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, ready, policy, device, algorithm);
+    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, handoff, policy, device,
+                           algorithm);
   } else {
     if constexpr (transform_view<It>::single && vw > 1) {
       const auto* data = raw_pointer(first.base());
@@ -242,10 +243,10 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
       if (aligned(data)) {
         if constexpr (sizeof(elem) * vw == wide_chunk_bytes) {
           using loader = wide_chunk_loader<decltype(first.functor()), elem, V, vw>;
-          launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
+          launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, handoff, policy, device, algorithm);
         } else {
           using loader = transform_vector_loader<decltype(first.functor()), elem, V, vw>;
-          launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, ready, policy, device, algorithm);
+          launch_reduce<Acc, vw>(loader{data, first.functor()}, n, init, op, out, handoff, policy, device, algorithm);
         }
         return;
       }
@@ -258,7 +259,7 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
       // would be needed); beyond that the element-wise path below is correct.
       if (aligned(f.first + offset) && local_positions_fit(make_plan(n, vw, plan_max_tiles_for<Op>))) {
         using loader = indexed_vector_loader<decltype(f), elem, V, vw>;
-        launch_reduce<Acc, vw>(loader{f, offset}, n, init, op, out, ready, policy, device, algorithm);
+        launch_reduce<Acc, vw>(loader{f, offset}, n, init, op, out, handoff, policy, device, algorithm);
         return;
       }
     } else if constexpr (transform_view<It>::paired && vw > 1) {
@@ -269,7 +270,7 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
       using e2 = std::remove_cv_t<std::remove_pointer_t<decltype(b)>>;
       if (aligned(a) && aligned(b)) {
         using loader = pair_vector_loader<decltype(first.functor().transform), e1, e2, V, vw>;
-        launch_reduce<Acc, vw>(loader{a, b, first.functor().transform}, n, init, op, out, ready, policy, device,
+        launch_reduce<Acc, vw>(loader{a, b, first.functor().transform}, n, init, op, out, handoff, policy, device,
                                algorithm);
         return;
       }
@@ -282,11 +283,11 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, unsigne
       if constexpr (zip_view<It>::vector_width > 1) {
         static_assert(zip_view<It>::vector_width == vw, "the zip loader must follow the plan's vector width");
         const auto load = zip_view<It>::template loader<V, vw>(zip, zip_view<It>::functor(first));
-        launch_reduce<Acc, vw>(load, n, init, op, out, ready, policy, device, algorithm);
+        launch_reduce<Acc, vw>(load, n, init, op, out, handoff, policy, device, algorithm);
         return;
       }
     }
-    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, ready, policy, device, algorithm);
+    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, handoff, policy, device, algorithm);
   }
 }
 

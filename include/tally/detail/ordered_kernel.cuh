@@ -338,18 +338,18 @@ __device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::ui
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads, 2)
     ordered_single_pass_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
-                               unsigned int* ready) {
+                               host_handoff* handoff) {
   wait_for_prior_grid();
   if (plan.tiles == 1) {
     const Acc total = ordered_reduce_tile<Acc, VW>(load, plan, 0, op);
-    if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+    if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
     return;
   }
   ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells);
   // As in single_pass_reduce_kernel: block 0 waits only on blocks that wait on nothing.
   if (blockIdx.x != 0) return;
   const Acc total = ordered_fold_published_partials(cells, plan.tiles, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 template <class Acc, int VW, class Loader, class Op>
@@ -362,10 +362,10 @@ __global__ void __launch_bounds__(block_threads, 2)
 template <class Acc, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     ordered_fold_partials_kernel(std::uint64_t tiles, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
-                                 unsigned int* ready) {
+                                 host_handoff* handoff) {
   wait_for_prior_grid();
   const Acc total = ordered_fold_published_partials(cells, tiles, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 }  // namespace tally::detail

@@ -17,7 +17,9 @@
 
 #include <cuda/atomic>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -408,15 +410,23 @@ __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, 
   return tally::block::detail::fold_warps<block_threads, false, Runs>(acc, valid, op);
 }
 
-// Writes the result; for reduce() also raises the host's ready flag once the value is
-// visible to the host.
+// Writes the result: to *out, or for reduce() into the host's hand-over words (runtime.cuh),
+// each 4 bytes of the value with the tag beside them in one 8-byte store, so that the host
+// can take each word as soon as it lands, with no fence before a flag.
 template <class Out>
-__device__ __forceinline__ void publish(Out* out, const Out& value, unsigned int* ready) {
-  *out = value;
-  if (ready) {
-    __threadfence_system();
-    *reinterpret_cast<volatile unsigned int*>(ready) = 1u;
+__device__ __forceinline__ void publish(Out* out, const Out& value, host_handoff* handoff) {
+  if (!handoff) {
+    *out = value;
+    return;
   }
+  constexpr std::size_t words = (sizeof(Out) + 3) / 4;  // 4 bytes of the value per word
+  static_assert(words <= handoff_words, "tally: the value is too large to hand over");
+  unsigned int pieces[words] = {};
+  std::memcpy(pieces, &value, sizeof(Out));
+#pragma unroll
+  for (std::size_t w = 0; w < words; ++w)
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(handoff->word[w])
+        .store(handoff_tag | pieces[w], cuda::std::memory_order_relaxed);
 }
 
 // Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
@@ -526,7 +536,7 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
 // too made a third more code to compile, for gains only where tally was faster than CUB.
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
-    single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, unsigned int* ready) {
+    single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
   constexpr std::uint64_t tile_items = std::uint64_t(block_threads) * Loads * VW;
   Acc total;
@@ -537,7 +547,7 @@ __global__ void __launch_bounds__(block_threads)
   } else {
     total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
   }
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 // A plan of two tiles (2^13 < N <= 2^14 floats, 2^12 < N <= 2^13 doubles) in one block of
@@ -552,7 +562,7 @@ inline constexpr unsigned tile_pair_runs = 2;
 
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
-    tile_pair_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, unsigned int* ready) {
+    tile_pair_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
   constexpr int runs = int(tile_pair_runs);
   __shared__ alignas(Acc) unsigned char partial_bytes[runs * sizeof(Acc)];
@@ -572,7 +582,7 @@ __global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
   // The fold's tree over two partials (lanes 0 and 1 valid, the rest empty) is op(p0, p1).
   static_assert(runs == 2, "the fold below is the tree's for exactly two partials");
   if (threadIdx.x == 0)
-    publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), ready);
+    publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), handoff);
 }
 
 // What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
@@ -593,7 +603,7 @@ inline constexpr unsigned fold_block_gate = TALLY_TUNE_FOLD_BLOCK_GATE;
 template <class Acc, int VW, class Loader, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
-                              partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready,
+                              partial_cell<typename Codec::partial_type>* cells, Out* out, host_handoff* handoff,
                               fold_block_role role) {
   wait_for_prior_grid();
   const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
@@ -607,11 +617,11 @@ __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader
   if (blockIdx.x != 0) return;
 #if TALLY_TUNE_SKIP_FOLD  // timing probe only: the answer is wrong, and the cells stay published
   // (uncleared), so in such a build only the single pass's own timings mean anything.
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(init), ready);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(init), handoff);
   return;
 #endif
   const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 // Two pass: the first launch publishes the partials, the second folds them (same bits as
@@ -627,10 +637,10 @@ __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader
 template <class Acc, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads)
     fold_partials_kernel(std::uint64_t tiles, std::uint64_t tile_items, Acc init, Op op, Codec codec,
-                         partial_cell<typename Codec::partial_type>* cells, Out* out, unsigned int* ready) {
+                         partial_cell<typename Codec::partial_type>* cells, Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
   const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), ready);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 }  // namespace tally::detail

@@ -74,27 +74,36 @@ void fail_next_allocations(int count);
 // Injected failures not yet used.
 int pending_allocation_failures();
 
-// A slot of pinned, mapped host memory that a kernel writes the result into (the first
-// max_accumulator_bytes), then raises the slot's ready flag. reduce() waits for the flag
-// instead of the whole stream and reads the value without a copy.
+// How a kernel hands reduce()'s value to the host, in mapped pinned memory: word w holds
+// bytes [4w, 4w + 4) of the value in its low half and handoff_tag in its high half, each
+// word written by one 8-byte store. The host zeroes the words before the launch and takes
+// the value once every word it needs shows the tag, so each word vouches for itself and no
+// fence has to order a value before a flag (that fence cost 0.55 us a call on the H100,
+// benchmarks/RESULTS.md). The partial cells use the same pattern (partials.cuh).
+inline constexpr unsigned long long handoff_tag = 1ull << 32;
+inline constexpr std::size_t handoff_words = max_accumulator_bytes / 4;
+struct host_handoff {
+  unsigned long long word[handoff_words];
+};
+
+// A slot of pinned, mapped host memory that reduce()'s kernel hands its value over in.
+// reduce() waits for the value itself, not for the whole stream, and reads it without a copy.
 class result_slot {
  public:
-  result_slot();  // the flag starts lowered
+  result_slot();  // its words start zeroed: no value handed over
   ~result_slot();
   result_slot(const result_slot&) = delete;
   result_slot& operator=(const result_slot&) = delete;
-  void* host() const noexcept { return slot_; }
-  void* device() const noexcept { return slot_; }  // unified addressing: same address
-  unsigned int* ready_flag() const noexcept {
-    return reinterpret_cast<unsigned int*>(static_cast<char*>(slot_) + max_accumulator_bytes);
-  }
-  // Returns once the kernel launched on `stream` has raised the flag. Spins briefly (the
-  // flag arrives before the kernel has finished retiring), then falls back to
-  // cudaStreamSynchronize; a failed stream throws tally::cuda_error.
-  void wait(cudaStream_t stream) const;
+  host_handoff* handoff() const noexcept { return handoff_; }  // unified addressing: the device's address too
+  // Returns, with the value's `bytes` in `value`, once the kernel launched on `stream` has
+  // handed them over. Spins briefly (the value arrives before the kernel has finished
+  // retiring), then falls back to cudaStreamSynchronize; a failed stream throws
+  // tally::cuda_error.
+  void take(cudaStream_t stream, void* value, std::size_t bytes) const;
 
  private:
-  void* slot_;
+  bool handed_over(std::size_t words) const noexcept;
+  host_handoff* handoff_;
 };
 
 }  // namespace tally::detail
