@@ -11,11 +11,13 @@
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
 
+#include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
-
+#include <thrust/reduce.h>
 
 #include <cub/device/device_reduce.cuh>
+#include <cuda/atomic>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -35,6 +38,28 @@ namespace {
 using value_t = TALLY_TUNE_VALUE;
 
 __global__ void empty_kernel() {}
+
+// Hand-over probes: how a kernel's one value reaches a host that spins on mapped pinned
+// memory. Fenced: the value, a system fence, then a flag (what the launch floor does).
+// Released: the value, then the flag by a release store at system scope. Tagged: each
+// 8-byte word carries 4 bytes of the value and a nonzero tag in its high half, written by
+// one relaxed store each, no fence: the host waits until every word shows the tag.
+__global__ void hand_over_fenced(float value, float* out, unsigned int* flag) {
+  *reinterpret_cast<volatile float*>(out) = value;
+  __threadfence_system();
+  *reinterpret_cast<volatile unsigned int*>(flag) = 1;
+}
+__global__ void hand_over_released(float value, float* out, unsigned int* flag) {
+  *reinterpret_cast<volatile float*>(out) = value;
+  cuda::atomic_ref<unsigned int, cuda::thread_scope_system>(*flag).store(1, cuda::std::memory_order_release);
+}
+__global__ void hand_over_tagged(double value, int words, unsigned long long* out) {
+  unsigned int bits[2];
+  memcpy(bits, &value, sizeof(value));
+  for (int w = 0; w < words; ++w)
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(out[w]).store((1ull << 32) | bits[w],
+                                                                                  cuda::std::memory_order_relaxed);
+}
 
 // A sum without tally's commutative mark: it takes the order-preserving path.
 struct sum_in_order {
@@ -80,6 +105,55 @@ int main(int argc, char** argv) {
     empty_kernel<<<1, 32, 0, stream>>>();
     BENCH_CUDA_CHECK(cudaGetLastError());
   };
+
+  {
+    // Hand-over probes, interleaved so that drift hits them alike: median and 10th percentile.
+    void* mapped = nullptr;
+    BENCH_CUDA_CHECK(cudaHostAlloc(&mapped, 256, cudaHostAllocMapped));
+    auto* value = static_cast<float*>(mapped);
+    auto* flag = reinterpret_cast<unsigned int*>(static_cast<char*>(mapped) + 64);
+    auto* words = reinterpret_cast<unsigned long long*>(static_cast<char*>(mapped) + 128);
+    const auto spin = [&](auto done) {
+      for (long spins = 1; !done(); ++spins)
+        if (spins % (1 << 22) == 0) BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+    };
+    std::vector<double> t[5];
+    float v = 1.0f;
+    for (int i = 0; i < 3000; ++i) {
+      for (int kind = 0; kind < 5; ++kind) {
+        v += 1.0f;
+        *reinterpret_cast<volatile unsigned int*>(flag) = 0;
+        reinterpret_cast<volatile unsigned long long*>(words)[0] = 0;
+        reinterpret_cast<volatile unsigned long long*>(words)[1] = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (kind == 0 || kind == 1) {
+          if (kind == 0) hand_over_fenced<<<1, 1, 0, stream>>>(v, value, flag);
+          else hand_over_released<<<1, 1, 0, stream>>>(v, value, flag);
+          spin([&] { return *reinterpret_cast<volatile unsigned int*>(flag) != 0; });
+        } else if (kind == 2 || kind == 3) {
+          const int n_words = kind == 2 ? 1 : 2;
+          hand_over_tagged<<<1, 1, 0, stream>>>(double(v), n_words, words);
+          spin([&] {
+            for (int w = 0; w < n_words; ++w)
+              if ((reinterpret_cast<volatile unsigned long long*>(words)[w] >> 32) == 0) return false;
+            return true;
+          });
+        } else {
+          hand_over_fenced<<<1, 1, 0, stream>>>(v, value, flag);
+          BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+        }
+        t[kind].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+      }
+    }
+    const char* names[5] = {"fenced flag", "released flag", "tagged 1 word", "tagged 2 words", "sync"};
+    for (int kind = 0; kind < 5; ++kind) {
+      std::sort(t[kind].begin(), t[kind].end());
+      std::printf("%-8s hand-over %-15s median %.2f us  p10 %.2f  p90 %.2f\n", variant, names[kind],
+                  t[kind][t[kind].size() / 2], t[kind][t[kind].size() / 10], t[kind][t[kind].size() * 9 / 10]);
+    }
+    BENCH_CUDA_CHECK(cudaFreeHost(mapped));
+  }
 
   for (int log2n : {10, 11, 12, 13, 14, 15, 16, 17, 20, 22, 24, 25, 26, 28}) {
     if (log2n > largest_log2n) break;
@@ -190,6 +264,27 @@ int main(int argc, char** argv) {
                 variant, log2n, tally_us, cub_us, ceiling_us, 100.0 * ceiling_us / tally_us, cub_us / tally_us,
                 two_pass_us, block_atomic_us, warp_atomic_us, ordered_us, 100.0 * tally_us / ordered_us);
 
+    if (log2n >= 20) {
+      // Round trips, tally::reduce and thrust::reduce interleaved (host clock), inputs rotated.
+      std::vector<double> rt_tally, rt_thrust;
+      for (int s = 0; s < 300; ++s) {
+        const value_t* in = input.next();
+        auto t0 = std::chrono::steady_clock::now();
+        volatile value_t r1 = tally::reduce(policy, in, in + n, value_t{});
+        rt_tally.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        in = input.next();
+        t0 = std::chrono::steady_clock::now();
+        volatile value_t r2 = thrust::reduce(thrust::cuda::par.on(stream), in, in + n, value_t{});
+        rt_thrust.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        (void)r1;
+        (void)r2;
+      }
+      std::sort(rt_tally.begin(), rt_tally.end());
+      std::sort(rt_thrust.begin(), rt_thrust.end());
+      const double a = rt_tally[rt_tally.size() / 2], b = rt_thrust[rt_thrust.size() / 2];
+      std::printf("%-8s N=2^%-2d round trip tally %7.2f  thrust %7.2f us  thrust/tally %5.3fx\n", variant, log2n, a, b,
+                  b / a);
+    }
     if (log2n == 10) {
       const int kk = 50, ss = 21;
       const double e_empty = median_enqueue_us(stream, kk, ss, launch_empty);
