@@ -78,7 +78,7 @@ int pending_allocation_failures();
 // bytes [4w, 4w + 4) of the value in its low half and handoff_tag in its high half, each
 // word written by one 8-byte store. The host zeroes the words before the launch and takes
 // the value once every word it needs shows the tag, so each word vouches for itself and no
-// fence has to order a value before a flag (that fence cost 0.55 us a call on the H100,
+// fence has to order a value before a flag (that fence cost 0.53-0.65 us a call on the H100,
 // benchmarks/RESULTS.md). The partial cells use the same pattern (partials.cuh).
 inline constexpr unsigned long long handoff_tag = 1ull << 32;
 inline constexpr std::size_t handoff_words = max_accumulator_bytes / 4;
