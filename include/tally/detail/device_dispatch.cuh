@@ -13,7 +13,6 @@
 #include "tally/execution_policy.cuh"
 #include "tally/operator_traits.cuh"
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -30,21 +29,24 @@ inline void check_device_accessible(const void* p, const device_properties& prop
                                           "copy it to the device, or use tally::host");
 }
 
+// How many blocks of Kernel an SM of the device holds at once (at least 1).
+struct resident_blocks_per_multiprocessor {
+  template <auto Kernel>
+  static int ask(int) {
+    int blocks = 0;
+    TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, 0));
+    return blocks > 0 ? blocks : 1;
+  }
+};
+
 // Every block of Kernel resident at once on this device (more would only queue), or the
-// forced grid size. The result does not depend on it. Kernel is a template argument so
-// that each kernel asks its occupancy once per device.
+// forced grid size. The result does not depend on it. The occupancy is asked once per
+// kernel and device (asked_once, launch.cuh).
 template <auto Kernel>
 std::uint64_t resident_grid(const device_policy& policy, int device) {
   const std::uint64_t forced = policy.forced_grid_size();
   if (forced != 0) return forced;
-  constexpr int cached_devices = 64;
-  static std::atomic<int> occupancy[cached_devices];
-  int blocks = device < cached_devices ? occupancy[device].load(std::memory_order_relaxed) : 0;
-  if (blocks < 1) {
-    TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, 0));
-    if (blocks < 1) blocks = 1;
-    if (device < cached_devices) occupancy[device].store(blocks, std::memory_order_relaxed);
-  }
+  const int blocks = asked_once<resident_blocks_per_multiprocessor, Kernel>(device);
   return std::uint64_t(properties(device).multiprocessors) * std::uint64_t(blocks);
 }
 

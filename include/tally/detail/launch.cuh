@@ -38,25 +38,41 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 }
 
+// An answer about Kernel on `device` that does not change while the process runs (its
+// occupancy, the architecture its loaded code was compiled for): Question::ask<Kernel>(device)
+// returns a positive int, asked once per kernel, question and device, then read lock-free
+// (the first 64 devices; any later device is asked every time).
+template <class Question, auto Kernel>
+int asked_once(int device) {
+  constexpr int cached_devices = 64;
+  static std::atomic<int> known[cached_devices];  // 0: not asked yet
+  const bool cached = device >= 0 && device < cached_devices;
+  int answer = cached ? known[device].load(std::memory_order_relaxed) : 0;
+  if (answer < 1) {
+    answer = Question::template ask<Kernel>(device);
+    if (cached) known[device].store(answer, std::memory_order_relaxed);
+  }
+  return answer;
+}
+
+// The virtual architecture of the code the device runs for Kernel (90 for sm_90 code).
+struct code_architecture {
+  template <auto Kernel>
+  static int ask(int) {
+    cudaFuncAttributes attributes{};
+    TALLY_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
+    return attributes.ptxVersion > 0 ? attributes.ptxVersion : 1;
+  }
+};
+
 // Whether Kernel may be launched with PDL on `device`: the device has it, and the code the
 // device runs for Kernel was compiled for compute capability 9.0 or later, so that
 // wait_for_prior_grid() holds the wait. A program built only for an older architecture runs
 // on a newer GPU from PTX without the wait, and must then be launched the ordinary way.
-// Asked once per kernel and device.
 template <auto Kernel>
 bool launches_programmatically(int device) {
 #if TALLY_TUNE_PDL
-  if (!properties(device).programmatic_launch) return false;
-  constexpr int cached_devices = 64;
-  static std::atomic<int> known[cached_devices];  // 0 not asked yet, 1 yes, 2 no
-  int answer = device < cached_devices ? known[device].load(std::memory_order_relaxed) : 0;
-  if (answer == 0) {
-    cudaFuncAttributes attributes{};
-    TALLY_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
-    answer = attributes.ptxVersion >= 90 ? 1 : 2;
-    if (device < cached_devices) known[device].store(answer, std::memory_order_relaxed);
-  }
-  return answer == 1;
+  return properties(device).programmatic_launch && asked_once<code_architecture, Kernel>(device) >= 90;
 #else
   (void)device;
   return false;
