@@ -368,8 +368,8 @@ result_slot::result_slot() : handoff_(nullptr) {
   }
   handoff_ = static_cast<host_handoff*>(p.free_slots.back());
   p.free_slots.pop_back();
-  // A slot comes back to the pool only after its value was taken, or after its stream
-  // failed: no kernel writes it any more.
+  // A slot goes back to the pool only once no kernel will write it: after its value was
+  // taken, after a throw before its kernel was launched, or after its stream failed.
   volatile unsigned long long* words = handoff_->word;
   for (std::size_t w = 0; w < handoff_words; ++w) words[w] = 0;
 }
