@@ -31,8 +31,8 @@
 //                             to a pinned host float, cudaStreamSynchronize (slot vs copy)
 //     launch_floor_flag       float only: the least a round trip can take here, whatever N:
 //                             one launch of a kernel that reads nothing and hands a value to
-//                             the host through mapped pinned memory as tally::reduce does (one
-//                             tagged 8-byte word), the host spinning on it
+//                             the host through a result slot of tally's pool, by tally's own
+//                             hand-over code, the host spinning on it as tally::reduce does
 //     launch_floor_sync       the same kernel, then cudaStreamSynchronize and a host read
 //
 // Counters: GBps (N * sizeof(T) bytes / time, 1e9 bytes per second) and N. Each benchmark
@@ -51,7 +51,6 @@
 
 #include <benchmark/benchmark.h>
 #include <cub/device/device_reduce.cuh>
-#include <cuda/atomic>
 #include <thrust/execution_policy.h>
 #include <thrust/reduce.h>
 
@@ -60,7 +59,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -105,7 +103,6 @@ struct context {
   cudaStream_t stream = nullptr;
   void* out = nullptr;           // device result of the asynchronous calls (any type)
   float* pinned_out = nullptr;   // pinned host float for roundtrip/float/tally_reduce_copy
-  unsigned long long* handed_word = nullptr;  // mapped pinned memory: the launch floors' hand-over
   std::unique_ptr<bench::read_ceiling> ceiling;
 };
 context* ctx = nullptr;
@@ -359,37 +356,25 @@ void roundtrip_tally_reduce_copy(benchmark::State& state) {
   });
 }
 
-// The launch floors' kernel: no input, one value handed to the host as tally::reduce hands
-// its value over (runtime.cuh): the value's bits and a tag in one 8-byte store.
-__global__ void hand_over(float value, unsigned long long* word) {
-  unsigned int bits = 0;
-  memcpy(&bits, &value, sizeof(bits));
-  cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(*word).store(tally::detail::handoff_tag | bits,
-                                                                              cuda::std::memory_order_relaxed);
+// The launch floors' kernel: no input, one value handed to the host by tally's own
+// hand-over (publish into a result slot's tagged words, runtime.cuh).
+__global__ void hand_over(float value, tally::detail::host_handoff* handoff) {
+  tally::detail::publish(static_cast<float*>(nullptr), value, handoff);
 }
 
+// A round trip that reads nothing: a result slot from tally's pool, the launch, and the
+// value taken as tally::reduce takes it (spinning on the slot), or after a synchronize.
 void roundtrip_launch_floor(benchmark::State& state, bool spin_on_flag) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  volatile unsigned long long* word = ctx->handed_word;
   float value = 1.0f;
   time_roundtrip<float>(state, n, [&] {
-    *word = 0;
     value += 1.0f;
-    hand_over<<<1, 1, 0, ctx->stream>>>(value, ctx->handed_word);
+    tally::detail::result_slot slot;
+    hand_over<<<1, 1, 0, ctx->stream>>>(value, slot.handoff());
     BENCH_CUDA_CHECK(cudaGetLastError());
-    if (spin_on_flag) {
-      for (long spins = 1; (*word >> 32) == 0; ++spins) {
-        if (spins % (1 << 20) == 0) {  // a failed launch never hands a value over
-          const cudaError_t status = cudaStreamQuery(ctx->stream);
-          if (status != cudaErrorNotReady) BENCH_CUDA_CHECK(status);
-        }
-      }
-    } else {
-      BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    }
-    const auto bits = static_cast<unsigned int>(*word);
+    if (!spin_on_flag) BENCH_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     float handed = 0.0f;
-    std::memcpy(&handed, &bits, sizeof(handed));
+    slot.take(ctx->stream, &handed, sizeof(handed));
     if (handed != value) {
       state.SkipWithError("the launch floor's kernel handed over a wrong value");
     }
@@ -462,9 +447,6 @@ int main(int argc, char** argv) {
   BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   BENCH_CUDA_CHECK(cudaMalloc(&c.out, 256));
   BENCH_CUDA_CHECK(cudaMallocHost(&c.pinned_out, sizeof(float)));
-  void* handed = nullptr;
-  BENCH_CUDA_CHECK(cudaHostAlloc(&handed, 256, cudaHostAllocMapped));
-  c.handed_word = static_cast<unsigned long long*>(handed);
   c.ceiling = std::make_unique<bench::read_ceiling>();
   ctx = &c;
 
@@ -480,7 +462,6 @@ int main(int argc, char** argv) {
   inputs<double>().clear();
   c.ceiling.reset();
   BENCH_CUDA_CHECK(cudaFreeHost(c.pinned_out));
-  BENCH_CUDA_CHECK(cudaFreeHost(c.handed_word));
   BENCH_CUDA_CHECK(cudaFree(c.out));
   BENCH_CUDA_CHECK(cudaStreamDestroy(c.stream));
   ctx = nullptr;

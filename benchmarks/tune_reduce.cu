@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -40,10 +39,11 @@ using value_t = TALLY_TUNE_VALUE;
 __global__ void empty_kernel() {}
 
 // Hand-over probes: how a kernel's one value reaches a host that spins on mapped pinned
-// memory. Fenced: the value, a system fence, then a flag (what the launch floor does).
+// memory. Fenced: the value, a system fence, then a flag (tally::reduce before fc09b09).
 // Released: the value, then the flag by a release store at system scope. Tagged: each
 // 8-byte word carries 4 bytes of the value and a nonzero tag in its high half, written by
-// one relaxed store each, no fence: the host waits until every word shows the tag.
+// one relaxed store each, no fence (tally::reduce now): the host waits until every word
+// shows the tag.
 __global__ void hand_over_fenced(float value, float* out, unsigned int* flag) {
   *reinterpret_cast<volatile float*>(out) = value;
   __threadfence_system();
@@ -53,12 +53,9 @@ __global__ void hand_over_released(float value, float* out, unsigned int* flag) 
   *reinterpret_cast<volatile float*>(out) = value;
   cuda::atomic_ref<unsigned int, cuda::thread_scope_system>(*flag).store(1, cuda::std::memory_order_release);
 }
-__global__ void hand_over_tagged(double value, int words, unsigned long long* out) {
-  unsigned int bits[2];
-  memcpy(bits, &value, sizeof(value));
-  for (int w = 0; w < words; ++w)
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(out[w]).store((1ull << 32) | bits[w],
-                                                                                  cuda::std::memory_order_relaxed);
+template <class T>
+__global__ void hand_over_tagged(T value, tally::detail::host_handoff* handoff) {
+  tally::detail::publish(static_cast<T*>(nullptr), value, handoff);  // tally::reduce's own hand-over
 }
 
 // A sum without tally's commutative mark: it takes the order-preserving path.
@@ -109,10 +106,11 @@ int main(int argc, char** argv) {
   {
     // Hand-over probes, interleaved so that drift hits them alike: median and 10th percentile.
     void* mapped = nullptr;
-    BENCH_CUDA_CHECK(cudaHostAlloc(&mapped, 256, cudaHostAllocMapped));
+    BENCH_CUDA_CHECK(cudaHostAlloc(&mapped, 128 + sizeof(tally::detail::host_handoff), cudaHostAllocMapped));
     auto* value = static_cast<float*>(mapped);
     auto* flag = reinterpret_cast<unsigned int*>(static_cast<char*>(mapped) + 64);
-    auto* words = reinterpret_cast<unsigned long long*>(static_cast<char*>(mapped) + 128);
+    auto* handoff = reinterpret_cast<tally::detail::host_handoff*>(static_cast<char*>(mapped) + 128);
+    auto* words = handoff->word;
     const auto spin = [&](auto done) {
       for (long spins = 1; !done(); ++spins)
         if (spins % (1 << 22) == 0) BENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -132,7 +130,8 @@ int main(int argc, char** argv) {
           spin([&] { return *reinterpret_cast<volatile unsigned int*>(flag) != 0; });
         } else if (kind == 2 || kind == 3) {
           const int n_words = kind == 2 ? 1 : 2;
-          hand_over_tagged<<<1, 1, 0, stream>>>(double(v), n_words, words);
+          if (n_words == 1) hand_over_tagged<<<1, 1, 0, stream>>>(v, handoff);  // a float: one word
+          else hand_over_tagged<<<1, 1, 0, stream>>>(double(v), handoff);      // a double: two
           spin([&] {
             for (int w = 0; w < n_words; ++w)
               if ((reinterpret_cast<volatile unsigned long long*>(words)[w] >> 32) == 0) return false;
