@@ -4,8 +4,12 @@
 #include "tally/functional.cuh"
 #include "tally/warp/reduce.cuh"
 
+#include <thrust/functional.h>
+
 #include <cstdint>
 #include <cstring>
+#include <random>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -45,6 +49,32 @@ __global__ void block_reductions(const int* in, int* sums, int* maxes, int* even
   }
 }
 
+// 32-bit integers under the exact operators (folded by redux.sync on compute capability
+// 8.0+, by shuffles elsewhere). Block b writes, for its 8 warps and then for itself: the
+// fold of every value, and the fold of the values marked valid with whether any was.
+template <class T, class Op>
+__global__ void exact_integer_trees(const T* in, const unsigned char* valid_in, T* warp_all, T* warp_valid,
+                                    unsigned char* warp_any, T* block_all, T* block_valid, unsigned char* block_any) {
+  const unsigned i = blockIdx.x * 256 + threadIdx.x;
+  const T v = in[i];
+  const T w_all = tally::warp::reduce(v, Op{});
+  bool w_ok = valid_in[i] != 0;
+  const T w_valid = tally::warp::reduce(v, w_ok, Op{});
+  const T b_all = tally::block::reduce<256>(v, Op{});
+  bool b_ok = valid_in[i] != 0;
+  const T b_valid = tally::block::reduce<256>(v, b_ok, Op{});
+  if (threadIdx.x % 32 == 0) {
+    const unsigned warp = i / 32;
+    warp_all[warp] = w_all;
+    if (w_ok) warp_valid[warp] = w_valid;  // left poisoned where the warp had nothing
+    warp_any[warp] = w_ok;
+  }
+  if (threadIdx.x == 0) {
+    block_all[blockIdx.x] = b_all;
+    if (b_ok) block_valid[blockIdx.x] = b_valid;
+    block_any[blockIdx.x] = b_ok;
+  }
+}
 
 // The block trees of one block of Threads threads over floats, every thread holding a value
 // and then only those marked in `valid_in`; and the order-preserving tree over affine maps.
@@ -202,6 +232,125 @@ TEST_F(building_blocks, block_reduce_of_structs_and_partial_blocks) {
     EXPECT_EQ(got_max[b], mx) << "block " << b;
     EXPECT_EQ(got_even[b], int(even)) << "block " << b;
     EXPECT_TRUE(got_any[b]) << "block " << b;
+  }
+}
+
+// Values that make a wrong identity for an empty lane show: block b % 3 draws from the
+// whole range, from the negative half and from the positive half; for &, every bit is set
+// but for one bit cleared in one value in 16, so the fold keeps some bits set.
+template <class T, class Op>
+std::vector<T> exact_tree_values(int blocks, std::mt19937_64& rng) {
+  std::vector<T> v(std::size_t(blocks) * 256);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto bits = static_cast<std::uint32_t>(rng());
+    if constexpr (std::is_same_v<Op, tally::bit_and<T>>) {
+      v[i] = static_cast<T>(rng() % 16 == 0 ? ~(1u << (bits % 32)) : ~0u);
+    } else {
+      const int kind = int(i / 256 % 3);
+      v[i] = static_cast<T>(kind == 0 ? bits : kind == 1 ? (bits | 0x80000000u) : (bits & 0x7fffffffu));
+    }
+  }
+  return v;
+}
+
+template <class T, class Op>
+void check_exact_integer_trees(std::mt19937_64& rng) {
+  constexpr int blocks = 24, warps = blocks * 8;
+  const auto v = exact_tree_values<T, Op>(blocks, rng);
+  std::vector<unsigned char> valid(v.size());
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    const int density = int(i / 32 % 4);  // warps with nothing, a few, about half and all valid
+    valid[i] = density == 0 ? 0 : density == 1 ? (rng() % 16 == 0) : density == 2 ? (rng() % 2 == 0) : 1;
+  }
+  const T poison = static_cast<T>(0x5A5A5A5Au);
+  tally_test::device_buffer<T> in(v), w_all(std::vector<T>(warps, poison)), w_valid(std::vector<T>(warps, poison)),
+      b_all(std::vector<T>(blocks, poison)), b_valid(std::vector<T>(blocks, poison));
+  tally_test::device_buffer<unsigned char> valid_in(valid), w_any(std::vector<unsigned char>(warps, 7)),
+      b_any(std::vector<unsigned char>(blocks, 7));
+  exact_integer_trees<T, Op><<<blocks, 256>>>(in.data(), valid_in.data(), w_all.data(), w_valid.data(), w_any.data(),
+                                              b_all.data(), b_valid.data(), b_any.data());
+  TEST_CUDA(cudaGetLastError());
+  std::vector<T> got_w_all(warps), got_w_valid(warps), got_b_all(blocks), got_b_valid(blocks);
+  std::vector<unsigned char> got_w_any(warps), got_b_any(blocks);
+  TEST_CUDA(cudaMemcpy(got_w_all.data(), w_all.data(), warps * sizeof(T), cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_w_valid.data(), w_valid.data(), warps * sizeof(T), cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_b_all.data(), b_all.data(), blocks * sizeof(T), cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_b_valid.data(), b_valid.data(), blocks * sizeof(T), cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_w_any.data(), w_any.data(), warps, cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(got_b_any.data(), b_any.data(), blocks, cudaMemcpyDeviceToHost));
+  // The host's fold, left to right: the exact operators give the same bits in any order.
+  const auto fold = [&](std::size_t first, std::size_t last, bool only_valid, bool& any) {
+    T acc{};
+    any = false;
+    for (std::size_t i = first; i < last; ++i) {
+      if (only_valid && !valid[i]) continue;
+      acc = any ? static_cast<T>(Op{}(acc, v[i])) : v[i];
+      any = true;
+    }
+    return acc;
+  };
+  for (int w = 0; w < warps; ++w) {
+    bool any = false;
+    EXPECT_EQ(got_w_all[w], fold(w * 32, w * 32 + 32, false, any)) << "warp " << w;
+    const T want = fold(w * 32, w * 32 + 32, true, any);
+    EXPECT_EQ(got_w_any[w], any ? 1 : 0) << "warp " << w;
+    EXPECT_EQ(got_w_valid[w], any ? want : poison) << "warp " << w << ", valid lanes only";
+  }
+  for (int b = 0; b < blocks; ++b) {
+    bool any = false;
+    EXPECT_EQ(got_b_all[b], fold(b * 256, b * 256 + 256, false, any)) << "block " << b;
+    const T want = fold(b * 256, b * 256 + 256, true, any);
+    EXPECT_EQ(got_b_any[b], any ? 1 : 0) << "block " << b;
+    EXPECT_EQ(got_b_valid[b], any ? want : poison) << "block " << b << ", valid threads only";
+  }
+}
+
+template <class T>
+void check_exact_integer_operators(std::mt19937_64& rng) {
+  {
+    SCOPED_TRACE("plus");
+    check_exact_integer_trees<T, tally::plus<T>>(rng);
+  }
+  {
+    SCOPED_TRACE("minimum");
+    check_exact_integer_trees<T, tally::minimum<T>>(rng);
+  }
+  {
+    SCOPED_TRACE("maximum");
+    check_exact_integer_trees<T, tally::maximum<T>>(rng);
+  }
+  {
+    SCOPED_TRACE("bit_and");
+    check_exact_integer_trees<T, tally::bit_and<T>>(rng);
+  }
+  {
+    SCOPED_TRACE("bit_or");
+    check_exact_integer_trees<T, tally::bit_or<T>>(rng);
+  }
+  {
+    SCOPED_TRACE("bit_xor");
+    check_exact_integer_trees<T, tally::bit_xor<T>>(rng);
+  }
+  {
+    SCOPED_TRACE("thrust::plus");
+    check_exact_integer_trees<T, thrust::plus<T>>(rng);
+  }
+}
+
+// The warp and block trees of 32-bit integers under +, min, max, &, | and ^, with every
+// lane holding a value and with some holding nothing (whole warps and blocks too), against
+// the host's fold. On the H100 these fold by redux.sync, so this checks its identities for
+// empty lanes and the signed and unsigned forms.
+TEST_F(building_blocks, integer_trees_fold_every_exact_operator) {
+  seeded s(4);
+  SCOPED_TRACE(s.trace());
+  {
+    SCOPED_TRACE("int");
+    check_exact_integer_operators<int>(s.rng);
+  }
+  {
+    SCOPED_TRACE("unsigned");
+    check_exact_integer_operators<unsigned int>(s.rng);
   }
 }
 

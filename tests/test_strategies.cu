@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -158,6 +159,32 @@ TEST_F(strategies, compare_and_swap_loops_serve_operators_without_a_native_atomi
                 want);
     }
   }
+}
+
+// An integer operator that computes in another type is not exact for the accumulator:
+// thrust::plus<float> over int rounds each sum through float. The plan gives the host's
+// bits; the atomic strategies refuse it under the default policy (with nondeterministic()
+// they combine by op itself, a compare-and-swap loop, not by the int atomicAdd).
+TEST_F(strategies, operators_that_compute_in_another_type_are_not_taken_for_exact) {
+  static_assert(!tally::detail::is_exact_integer_op_v<int, thrust::plus<float>>);
+  static_assert(tally::detail::is_exact_integer_op_v<int, thrust::plus<int>>);
+  static_assert(tally::detail::is_exact_integer_op_v<int, tally::plus<>>);
+  seeded s(6);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = 70001;
+  std::vector<int> v(n);
+  // Sums pass 2^24, where float stops holding every integer, and stay below 2^31.
+  std::uniform_int_distribution<int> values(256, 4096);
+  for (auto& x : v) x = values(s.rng);
+  device_buffer<int> d(v);
+  const thrust::plus<float> in_float;
+  const int want = tally::reduce(tally::host, v.begin(), v.end(), 0, in_float);
+  EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 0, in_float), want);
+  for (strategy st : {strategy::block_atomic, strategy::warp_atomic}) {
+    SCOPED_TRACE(name_of(st));
+    EXPECT_THROW(tally::reduce(tally::device.strategy(st), d.begin(), d.end(), 0, in_float), std::invalid_argument);
+  }
+  EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 0, in_float), want);  // the context still works
 }
 
 TEST_F(strategies, results_do_not_depend_on_the_grid) {

@@ -8,12 +8,10 @@
 // reproducible only where the operator is exact: integer +, min, max, &, |, ^.
 
 #include "tally/block/reduce.cuh"
+#include "tally/detail/op_kind.cuh"
 #include "tally/detail/reduce_kernel.cuh"
-#include "tally/functional.cuh"
 
 #include <cuda/atomic>
-#include <cuda/std/functional>
-#include <thrust/functional.h>
 
 #include <cstdint>
 #include <cstring>
@@ -21,40 +19,6 @@
 #include <type_traits>
 
 namespace tally::detail {
-
-enum class op_kind { other, sum, min, max, bit_and, bit_or, bit_xor };
-
-template <class Op>
-struct op_kind_of : std::integral_constant<op_kind, op_kind::other> {};
-// thrust:: functors are cuda::std:: ones in recent CCCL, so they cover both.
-#define TALLY_OP_KIND(templ, kind) \
-  template <class T>               \
-  struct op_kind_of<templ<T>> : std::integral_constant<op_kind, op_kind::kind> {};
-TALLY_OP_KIND(tally::plus, sum)
-TALLY_OP_KIND(thrust::plus, sum)
-TALLY_OP_KIND(std::plus, sum)
-TALLY_OP_KIND(tally::minimum, min)
-TALLY_OP_KIND(thrust::minimum, min)
-TALLY_OP_KIND(tally::maximum, max)
-TALLY_OP_KIND(thrust::maximum, max)
-TALLY_OP_KIND(tally::bit_and, bit_and)
-TALLY_OP_KIND(thrust::bit_and, bit_and)
-TALLY_OP_KIND(std::bit_and, bit_and)
-TALLY_OP_KIND(tally::bit_or, bit_or)
-TALLY_OP_KIND(thrust::bit_or, bit_or)
-TALLY_OP_KIND(std::bit_or, bit_or)
-TALLY_OP_KIND(tally::bit_xor, bit_xor)
-TALLY_OP_KIND(thrust::bit_xor, bit_xor)
-TALLY_OP_KIND(std::bit_xor, bit_xor)
-#undef TALLY_OP_KIND
-
-template <class Op>
-inline constexpr op_kind op_kind_v = op_kind_of<std::remove_cv_t<Op>>::value;
-
-// Integer operators whose result does not depend on the order of the combines.
-template <class Acc, class Op>
-inline constexpr bool is_exact_integer_op_v =
-    std::is_integral_v<Acc> && !std::is_same_v<Acc, bool> && op_kind_v<Op> != op_kind::other;
 
 // The atomic strategies hold the accumulator in one 32- or 64-bit word.
 template <class Acc>
@@ -85,7 +49,7 @@ __device__ void atomic_cas_combine(Acc* target, const Acc& value, Op& op) {
 template <class Acc, class Op>
 __device__ __forceinline__ void atomic_combine(Acc* target, const Acc& value, Op& op) {
   constexpr op_kind kind = op_kind_v<Op>;
-  if constexpr (std::is_integral_v<Acc> && kind != op_kind::other) {
+  if constexpr (is_exact_integer_op_v<Acc, Op>) {
     using N = native_int_t<Acc>;
     using U = std::make_unsigned_t<N>;
     auto* t = reinterpret_cast<N*>(target);

@@ -271,7 +271,8 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
       using e1 = std::remove_cv_t<std::remove_pointer_t<decltype(a)>>;
       using e2 = std::remove_cv_t<std::remove_pointer_t<decltype(b)>>;
       if (aligned(a) && aligned(b)) {
-        using loader = pair_vector_loader<decltype(first.functor().transform), e1, e2, V, vw>;
+        constexpr bool raw = TALLY_TUNE_RAW_TRANSFORMS && is_commutative_v<Op>;
+        using loader = pair_vector_loader<decltype(first.functor().transform), e1, e2, V, vw, raw>;
         launch_reduce<Acc, vw>(loader{a, b, first.functor().transform}, n, init, op, out, handoff, policy, device,
                                algorithm);
         return;

@@ -219,10 +219,14 @@ struct step_chunks {
 // Whether a block fetches its next tile's first step before reducing the current tile (see
 // reduce_my_tiles): only where a step's chunks take at most 32 registers, which the
 // block reduction can keep alive at two resident blocks per SM. Wider chunks (a candidate
-// read through a fancy iterator) would cost occupancy instead.
+// read through a fancy iterator, inner_product's raw pairs) would cost occupancy instead.
+// TALLY_TUNE_PREFETCH_BYTES raises the limit for scripts/tune.
+#ifndef TALLY_TUNE_PREFETCH_BYTES
+#define TALLY_TUNE_PREFETCH_BYTES 128
+#endif
 template <int VW, class Loader>
 inline constexpr bool prefetches_next_tile =
-    sizeof(typename chunk_element<Loader>::type) * VW * loads_per_step <= 128;
+    sizeof(typename chunk_element<Loader>::type) * VW * loads_per_step <= TALLY_TUNE_PREFETCH_BYTES;
 
 // The resident blocks per SM the kernels' register budget must allow.
 template <int VW, class Loader>

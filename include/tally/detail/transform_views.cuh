@@ -99,16 +99,25 @@ template <class It>
 inline constexpr int plan_vector_width_v = plan_vector_width<It>();
 
 #if defined(__CUDACC__)
-// Reads 16 bytes of the base per chunk and transforms them: f(base[i]) as V. Where V is
-// wider than the base element (a count's 8-byte 0 or 1 from a 4-byte float), full tiles
+// TALLY_TUNE_RAW_TRANSFORMS=0 transforms each chunk as it is read, as before 2026-11-25
+// (scripts/tune); 1 defers it to the fold (below).
+#ifndef TALLY_TUNE_RAW_TRANSFORMS
+#define TALLY_TUNE_RAW_TRANSFORMS 1
+#endif
+
+// Reads 16 bytes of the base per chunk and transforms them: f(base[i]) as V. Full tiles
 // keep the elements as read and transform each as it is folded (raw_type, raw_chunk,
-// value): a step's loads then stay in flight in 32 registers, not 64, which keeps the
-// kernel's next-tile prefetch and two resident blocks per SM (reduce_kernel.cuh).
+// value). Transforming as the chunk is read would put an instruction that needs the loaded
+// bytes where the fetch is: the next tile's fetch, which a block issues before its block
+// reduction so that the loads are in flight meanwhile (reduce_kernel.cuh), would then make
+// the block wait for them first: transform_reduce of x * x took 8.8 us instead of 9.5 at
+// 2^22 floats on the H100 (benchmarks/RESULTS.md, 2026-11-25). Where V is wider than E (a count's 8-byte 0 or 1 from a
+// 4-byte float), the raw elements also keep a step's loads in 32 registers, not 64.
 template <class F, class E, class V, int VW>
 struct transform_vector_loader {
   static_assert(sizeof(E) * VW == 16, "transform_vector_loader reads 16-byte chunks");
   using value_type = V;
-  using raw_type = std::conditional_t<(sizeof(V) > sizeof(E)), E, void>;
+  using raw_type = std::conditional_t<(TALLY_TUNE_RAW_TRANSFORMS || sizeof(V) > sizeof(E)), E, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E);
   const E* data;
   F f;
@@ -129,18 +138,34 @@ struct transform_vector_loader {
   __device__ __forceinline__ V element(std::uint64_t i) const { return static_cast<V>(f(data[i])); }
 };
 
+// Element i of both bases, as read (pair_vector_loader's raw elements).
+template <class E1, class E2>
+struct element_pair {
+  E1 first;
+  E2 second;
+};
+
 // Two bases of equal element size, 16 bytes of each per chunk: transform(a[i], b[i]) as V.
-template <class T, class E1, class E2, class V, int VW>
+// With Raw (dispatch asks for it where the operator is commutative) full tiles keep both
+// elements as read and transform them as they are folded. A step's raw pairs are then 256
+// bytes a thread, so the kernel does not fetch the next tile early (prefetches_next_tile):
+// inner_product took 14.6 us instead of 15.7 at 2^22 floats and 46.8 instead of 51.7 at
+// 2^24 on the H100, and prefetching the raw pairs as well measured slower than either
+// (benchmarks/RESULTS.md, 2026-11-25). The order-preserving kernel stages chunks of at most
+// 16 bytes through shared memory (ordered_kernel.cuh), which a raw pair is not, so it takes
+// transformed chunks.
+template <class T, class E1, class E2, class V, int VW, bool Raw = false>
 struct pair_vector_loader {
   static_assert(sizeof(E1) * VW == 16 && sizeof(E2) * VW == 16, "pair_vector_loader reads 16-byte chunks");
   using value_type = V;
+  using raw_type = std::conditional_t<Raw, element_pair<E1, E2>, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E1) + sizeof(E2);
   const E1* a;
   const E2* b;
   T transform;
   bool streaming = false;  // streams_reads
 
-  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+  __device__ __forceinline__ void raw_chunk(std::uint64_t first, element_pair<E1, E2> (&out)[VW]) const {
     const uint4 raw_a = read_16_bytes(a + first, streaming);
     const uint4 raw_b = read_16_bytes(b + first, streaming);
     E1 x[VW];
@@ -148,7 +173,17 @@ struct pair_vector_loader {
     std::memcpy(x, &raw_a, sizeof(raw_a));
     std::memcpy(y, &raw_b, sizeof(raw_b));
 #pragma unroll
-    for (int j = 0; j < VW; ++j) out[j] = static_cast<V>(transform(x[j], y[j]));
+    for (int j = 0; j < VW; ++j) out[j] = {x[j], y[j]};
+  }
+  __device__ __forceinline__ element_pair<E1, E2> raw_element(std::uint64_t i) const { return {a[i], b[i]}; }
+  __device__ __forceinline__ V value(const element_pair<E1, E2>& e, std::uint64_t) const {
+    return static_cast<V>(transform(e.first, e.second));
+  }
+  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+    element_pair<E1, E2> e[VW];
+    raw_chunk(first, e);
+#pragma unroll
+    for (int j = 0; j < VW; ++j) out[j] = value(e[j], first + j);
   }
   __device__ __forceinline__ V element(std::uint64_t i) const { return static_cast<V>(transform(a[i], b[i])); }
 };

@@ -2,8 +2,17 @@
 // Warp-level building blocks, usable inside your own kernels. All 32 lanes must call them
 // together (the warp converged); the result is in lane 0.
 
+#include "tally/detail/op_kind.cuh"
+
+#include <cuda/std/limits>
+
 #include <cstring>
 #include <type_traits>
+
+// TALLY_TUNE_WARP_REDUX=0 folds 32-bit integers by shuffles too (scripts/tune).
+#ifndef TALLY_TUNE_WARP_REDUX
+#define TALLY_TUNE_WARP_REDUX 1
+#endif
 
 namespace tally::warp {
 
@@ -28,6 +37,64 @@ __device__ __forceinline__ T shuffle_down(const T& value, unsigned delta) {
 }
 
 namespace detail {
+// Whether this compilation pass has redux.sync: device code for compute capability 8.0+.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+inline constexpr bool compiles_redux = true;
+#else
+inline constexpr bool compiles_redux = false;
+#endif
+
+// 32-bit integers under an exact operator (+, min, max, &, |, ^ of tally::, thrust:: or
+// std::, computing in T) fold in one instruction on compute capability 8.0 and later
+// (redux.sync) instead of five shuffles and five combines. Exact: any order of the
+// combines gives the bits of the shuffle tree, so the result is the same as on the host
+// and on older GPUs. On the H100 an int sum took 0.5 us less from 2^15 to 2^20 (four such
+// trees on its critical path; benchmarks/RESULTS.md, 2026-11-25).
+template <class T, class Op>
+inline constexpr bool folds_by_redux_v = TALLY_TUNE_WARP_REDUX && compiles_redux &&
+                                         (std::is_same_v<T, int> || std::is_same_v<T, unsigned int>) &&
+                                         tally::detail::is_exact_integer_op_v<T, Op>;
+
+// The value that leaves every other unchanged under the exact operator Op: a lane that
+// holds nothing contributes it.
+template <class T, class Op>
+__device__ __forceinline__ T redux_identity() {
+  constexpr tally::detail::op_kind kind = tally::detail::op_kind_v<Op>;
+  if constexpr (kind == tally::detail::op_kind::min) {
+    return cuda::std::numeric_limits<T>::max();
+  } else if constexpr (kind == tally::detail::op_kind::max) {
+    return cuda::std::numeric_limits<T>::lowest();
+  } else if constexpr (kind == tally::detail::op_kind::bit_and) {
+    return static_cast<T>(~0u);
+  } else {
+    return T(0);
+  }
+}
+
+// Every lane gets the fold of all 32 lanes' values (folds_by_redux_v<T, Op> only).
+template <class T, class Op>
+__device__ __forceinline__ T redux_all_lanes(T value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr tally::detail::op_kind kind = tally::detail::op_kind_v<Op>;
+  const unsigned bits = static_cast<unsigned>(value);
+  if constexpr (kind == tally::detail::op_kind::sum) {
+    return static_cast<T>(__reduce_add_sync(full_mask, bits));
+  } else if constexpr (kind == tally::detail::op_kind::min) {
+    return __reduce_min_sync(full_mask, value);
+  } else if constexpr (kind == tally::detail::op_kind::max) {
+    return __reduce_max_sync(full_mask, value);
+  } else if constexpr (kind == tally::detail::op_kind::bit_and) {
+    return static_cast<T>(__reduce_and_sync(full_mask, bits));
+  } else if constexpr (kind == tally::detail::op_kind::bit_or) {
+    return static_cast<T>(__reduce_or_sync(full_mask, bits));
+  } else {
+    return static_cast<T>(__reduce_xor_sync(full_mask, bits));
+  }
+#else
+  return value;  // never called: folds_by_redux_v is false in this pass
+#endif
+}
+
 // The trees below over the first Lanes lanes only (a power of two, at most 32), the others
 // holding nothing. Levels whose partner lane lies at Lanes or beyond change nothing that
 // reaches lane 0, so they are left out: lane 0 gets the same result, in the same bits, as
@@ -40,24 +107,38 @@ namespace detail {
 template <unsigned Lanes, class T, class Op>
 __device__ __forceinline__ T reduce_lanes(T value, Op& op) {
   static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "Lanes: a power of two, at most 32");
+  if constexpr (folds_by_redux_v<T, Op>) {
+    if (Lanes < 32 && threadIdx.x % 32 >= Lanes) value = redux_identity<T, Op>();
+    return redux_all_lanes<T, Op>(value);
+  } else {
 #pragma unroll
-  for (unsigned delta = Lanes / 2; delta > 0; delta /= 2) value = static_cast<T>(op(value, shuffle_down(value, delta)));
-  return value;
+    for (unsigned delta = Lanes / 2; delta > 0; delta /= 2)
+      value = static_cast<T>(op(value, shuffle_down(value, delta)));
+    return value;
+  }
 }
 
 // Lanes at or beyond Lanes must be marked empty (valid == false).
 template <unsigned Lanes, class T, class Op>
 __device__ __forceinline__ T reduce_lanes(T value, bool& valid, Op& op) {
   static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "Lanes: a power of two, at most 32");
-  const unsigned lane = threadIdx.x % 32;
+  if constexpr (folds_by_redux_v<T, Op>) {
+    const T folded = redux_all_lanes<T, Op>(valid ? value : redux_identity<T, Op>());
+    const bool any = __any_sync(full_mask, valid);
+    if (any) value = folded;
+    valid = any;
+    return value;
+  } else {
+    const unsigned lane = threadIdx.x % 32;
 #pragma unroll
-  for (unsigned delta = Lanes / 2; delta > 0; delta /= 2) {
-    const T other = shuffle_down(value, delta);
-    const bool other_valid = __shfl_down_sync(full_mask, valid, delta) && lane + delta < 32;
-    if (other_valid) value = valid ? static_cast<T>(op(value, other)) : other;
-    valid = valid || other_valid;
+    for (unsigned delta = Lanes / 2; delta > 0; delta /= 2) {
+      const T other = shuffle_down(value, delta);
+      const bool other_valid = __shfl_down_sync(full_mask, valid, delta) && lane + delta < 32;
+      if (other_valid) value = valid ? static_cast<T>(op(value, other)) : other;
+      valid = valid || other_valid;
+    }
+    return value;
   }
-  return value;
 }
 
 // Lanes at or beyond Lanes must be marked empty (valid == false).
@@ -87,7 +168,9 @@ __host__ __device__ constexpr unsigned lanes_covering(unsigned n) {
 
 // Folds the 32 lanes' values by a shuffle-down tree: lane i takes op(v[i], v[i + d]) for
 // d = 16, 8, 4, 2, 1. The order is fixed, so results are reproducible for any associative
-// and commutative op. Lane 0 holds the result.
+// and commutative op. Lane 0 holds the result. 32-bit integers under +, min, max, &, | or ^
+// fold by one redux.sync where the GPU has it (compute capability 8.0+): the same result,
+// since those operators are exact.
 template <class T, class Op>
 __device__ __forceinline__ T reduce(T value, Op op) {
   return detail::reduce_lanes<32>(value, op);
