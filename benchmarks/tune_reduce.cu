@@ -14,6 +14,7 @@
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
 #include <thrust/reduce.h>
 
 #include <cub/device/device_reduce.cuh>
@@ -57,6 +58,13 @@ template <class T>
 __global__ void hand_over_tagged(T value, tally::detail::host_handoff* handoff) {
   tally::detail::publish(static_cast<T*>(nullptr), value, handoff);  // tally::reduce's own hand-over
 }
+
+// The views transform_reduce (of x * x) and inner_product hand to the reduction
+// (transform_reduce.cuh), as bench_family's device timings enqueue them.
+struct square_of {
+  __host__ __device__ value_t operator()(value_t x) const { return x * x; }
+};
+using pair_product = tally::detail::apply_to_pair<tally::multiplies<>>;
 
 // A sum without tally's commutative mark: it takes the order-preserving path.
 struct sum_in_order {
@@ -239,6 +247,44 @@ int main(int argc, char** argv) {
                   variant, log2n, min_us, 100.0 * ceiling_us / min_us, minmax_us, 100.0 * ceiling_us / minmax_us);
       BENCH_CUDA_CHECK(cudaFree(min_out));
       BENCH_CUDA_CHECK(cudaFree(minmax_out));
+    }
+    if (log2n >= 14) {
+      // transform_reduce of x * x and inner_product of x and a second input, checked first.
+      bench::basic_rotating_input<value_t> second(n, 4321 + n);
+      std::vector<value_t> host_y(n);
+      BENCH_CUDA_CHECK(cudaMemcpy(host_y.data(), second.first(), n * sizeof(value_t), cudaMemcpyDeviceToHost));
+      double want_squares = 0, want_products = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        want_squares += double(host[i]) * double(host[i]);
+        want_products += double(host[i]) * double(host_y[i]);
+      }
+      const auto squares = [&](const value_t* x) {
+        return std::pair{thrust::make_transform_iterator(x, square_of{}), thrust::make_transform_iterator(x + n, square_of{})};
+      };
+      const auto products = [&](const value_t* x, const value_t* y) {
+        const auto first = thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(x, y)), pair_product{});
+        return std::pair{first, first + static_cast<std::ptrdiff_t>(n)};
+      };
+      const auto [sq_first, sq_last] = squares(input.first());
+      const auto [ip_first, ip_last] = products(input.first(), second.first());
+      const double got_squares = double(tally::reduce(policy, sq_first, sq_last, value_t{}, tally::plus<value_t>{}));
+      const double got_products = double(tally::reduce(policy, ip_first, ip_last, value_t{}, tally::plus<value_t>{}));
+      if (!TALLY_TUNE_SKIP_FOLD && (std::fabs(got_squares - want_squares) > 1e-5 * want_squares ||
+                                    std::fabs(got_products - want_products) > 1e-5 * want_products)) {
+        std::printf("%s N=2^%d WRONG transform_reduce %.9g vs %.9g or inner_product %.9g vs %.9g\n", variant, log2n,
+                    got_squares, want_squares, got_products, want_products);
+        return 1;
+      }
+      const double squares_us = median_device_us(stream, k, samples, [&] {
+        const auto [first, last] = squares(input.next());
+        tally::reduce_into(policy, first, last, out, value_t{}, tally::plus<value_t>{});
+      });
+      const double products_us = median_device_us(stream, k, samples, [&] {
+        const auto [first, last] = products(input.next(), second.next());
+        tally::reduce_into(policy, first, last, out, value_t{}, tally::plus<value_t>{});
+      });
+      std::printf("%-8s N=2^%-2d transform_reduce(x*x) %7.2f us  inner_product %7.2f us  (sum %7.2f us)\n", variant,
+                  log2n, squares_us, products_us, tally_us);
     }
     {
       // Each call behind an ordinary launch of an empty kernel, which lets nothing start early:
