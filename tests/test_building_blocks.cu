@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -289,52 +290,32 @@ void check_exact_integer_trees(std::mt19937_64& rng) {
     }
     return acc;
   };
-  for (int w = 0; w < warps; ++w) {
+  // Group g of `size` threads (a warp, or a block) against the host's folds of its values.
+  const auto expect_group = [&](const char* what, int g, int size, T all, T valid_only, unsigned char any_valid) {
+    SCOPED_TRACE(std::string(what) + " " + std::to_string(g));
     bool any = false;
-    EXPECT_EQ(got_w_all[w], fold(w * 32, w * 32 + 32, false, any)) << "warp " << w;
-    const T want = fold(w * 32, w * 32 + 32, true, any);
-    EXPECT_EQ(got_w_any[w], any ? 1 : 0) << "warp " << w;
-    EXPECT_EQ(got_w_valid[w], any ? want : poison) << "warp " << w << ", valid lanes only";
-  }
-  for (int b = 0; b < blocks; ++b) {
-    bool any = false;
-    EXPECT_EQ(got_b_all[b], fold(b * 256, b * 256 + 256, false, any)) << "block " << b;
-    const T want = fold(b * 256, b * 256 + 256, true, any);
-    EXPECT_EQ(got_b_any[b], any ? 1 : 0) << "block " << b;
-    EXPECT_EQ(got_b_valid[b], any ? want : poison) << "block " << b << ", valid threads only";
-  }
+    EXPECT_EQ(all, fold(std::size_t(g) * size, std::size_t(g + 1) * size, false, any));
+    const T want = fold(std::size_t(g) * size, std::size_t(g + 1) * size, true, any);
+    EXPECT_EQ(any_valid, any ? 1 : 0);
+    EXPECT_EQ(valid_only, any ? want : poison) << "valid values only";
+  };
+  for (int w = 0; w < warps; ++w) expect_group("warp", w, 32, got_w_all[w], got_w_valid[w], got_w_any[w]);
+  for (int b = 0; b < blocks; ++b) expect_group("block", b, 256, got_b_all[b], got_b_valid[b], got_b_any[b]);
 }
 
 template <class T>
 void check_exact_integer_operators(std::mt19937_64& rng) {
-  {
-    SCOPED_TRACE("plus");
-    check_exact_integer_trees<T, tally::plus<T>>(rng);
-  }
-  {
-    SCOPED_TRACE("minimum");
-    check_exact_integer_trees<T, tally::minimum<T>>(rng);
-  }
-  {
-    SCOPED_TRACE("maximum");
-    check_exact_integer_trees<T, tally::maximum<T>>(rng);
-  }
-  {
-    SCOPED_TRACE("bit_and");
-    check_exact_integer_trees<T, tally::bit_and<T>>(rng);
-  }
-  {
-    SCOPED_TRACE("bit_or");
-    check_exact_integer_trees<T, tally::bit_or<T>>(rng);
-  }
-  {
-    SCOPED_TRACE("bit_xor");
-    check_exact_integer_trees<T, tally::bit_xor<T>>(rng);
-  }
-  {
-    SCOPED_TRACE("thrust::plus");
-    check_exact_integer_trees<T, thrust::plus<T>>(rng);
-  }
+  const auto check = [&rng](auto op, const char* name) {
+    SCOPED_TRACE(name);
+    check_exact_integer_trees<T, decltype(op)>(rng);
+  };
+  check(tally::plus<T>{}, "plus");
+  check(tally::minimum<T>{}, "minimum");
+  check(tally::maximum<T>{}, "maximum");
+  check(tally::bit_and<T>{}, "bit_and");
+  check(tally::bit_or<T>{}, "bit_or");
+  check(tally::bit_xor<T>{}, "bit_xor");
+  check(thrust::plus<T>{}, "thrust::plus");
 }
 
 // The warp and block trees of 32-bit integers under +, min, max, &, | and ^, with every
