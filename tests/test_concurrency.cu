@@ -40,14 +40,6 @@ struct above {
   __host__ __device__ bool operator()(int x) const { return x > bound; }
 };
 
-// Keeps a stream busy for about `cycles` clock cycles, so that work queued behind it is
-// still pending when the host goes on.
-__global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 // One round of every algorithm on `stream` over random ints; the first failure's text, or
 // an empty string. Device outputs are poisoned before each call that writes one.
 std::string run_every_algorithm(cudaStream_t stream, std::size_t n, std::mt19937_64& rng, int* data,
@@ -209,14 +201,14 @@ TEST_F(pool, a_stream_destroyed_with_work_in_flight_then_a_new_stream) {
     out_a.poison();
     out_b.poison();
     // The old stream's reduction waits behind a spin, and the stream is destroyed at once.
-    spin<<<1, 1, 0, old_stream>>>(spin_cycles);
+    tally_test::keep_stream_busy<><<<1, 1, 0, old_stream>>>(spin_cycles);
     tally::reduce_into(tally::device.on(old_stream), da.begin(), da.end(), out_a.get(), 1, tally::plus<int>{});
     TEST_CUDA(cudaStreamDestroy(old_stream));
     cudaStream_t new_stream;
     TEST_CUDA(cudaStreamCreateWithFlags(&new_stream, cudaStreamNonBlocking));
     handles.insert(new_stream);
     // The same spin, so that both reductions run at about the same time.
-    spin<<<1, 1, 0, new_stream>>>(spin_cycles);
+    tally_test::keep_stream_busy<><<<1, 1, 0, new_stream>>>(spin_cycles);
     tally::reduce_into(tally::device.on(new_stream), db.begin(), db.end(), out_b.get(), 2, tally::plus<int>{});
     TEST_CUDA(cudaDeviceSynchronize());
     EXPECT_EQ(out_a.read(), reference_sum<int>(a, 0, n, 1)) << "round " << r << ": the destroyed stream's result";

@@ -42,14 +42,6 @@ void min_into_with_device_lambda(const float* first, const float* last, float* o
                      [] __device__(float a, float b) { return a < b ? a : b; });
 }
 
-// Keeps a stream busy for about `cycles` clock cycles, so that the host reaches its wait
-// before the reduction queued behind has run.
-__global__ void spin_for(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 // A 16-byte value: reduce() hands it to the host in four tagged words (runtime.cuh).
 struct two_sums {
   long long low;
@@ -478,7 +470,7 @@ TEST_F(device_interop, reduce_returns_its_own_value_however_long_it_waits) {
         want.high += x.high;
       }
       device_buffer<two_sums> d(v);
-      if (cycles > 0) spin_for<<<1, 1, 0, stream>>>(cycles);
+      if (cycles > 0) tally_test::keep_stream_busy<><<<1, 1, 0, stream>>>(cycles);
       TEST_CUDA(cudaGetLastError());
       const two_sums got =
           tally::reduce(policy, d.begin(), d.end(), two_sums{0, 0}, tally::commutative(add_two_sums{}));

@@ -305,9 +305,7 @@ TEST_F(strategies, kernels_are_launched_with_pdl_exactly_where_their_code_holds_
 // kernel had ended would see the previous round's values.
 __global__ void write_late_after_early_trigger(int* dst, const int* src, std::size_t n, long long delay_cycles) {
   NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.launch_dependents;" ::: "memory");))
-  const long long start = clock64();
-  while (clock64() - start < delay_cycles) {
-  }
+  tally_test::spin_for_cycles(delay_cycles);
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = src[i];
 }

@@ -24,6 +24,23 @@ namespace tally_test {
     ASSERT_EQ(test_status_, cudaSuccess) << #call << ": " << cudaGetErrorString(test_status_); \
   } while (0)
 
+#if defined(__CUDACC__)
+// Keeps the calling GPU thread busy for about `cycles` clock cycles.
+__device__ inline void spin_for_cycles(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// A one-thread launch of it keeps a stream busy, so that work queued behind is still
+// pending when the host goes on. (A template, so that tests that never launch it compile
+// no kernel.)
+template <int = 0>
+__global__ void keep_stream_busy(long long cycles) {
+  spin_for_cycles(cycles);
+}
+#endif
+
 // The base seed: TALLY_TEST_SEED overrides it to replay a failure.
 inline std::uint64_t base_seed() {
   static const std::uint64_t seed = [] {
