@@ -149,8 +149,15 @@ struct float_product {
   __host__ __device__ float operator()(float x, float y) const { return x * y; }
 };
 
+// A float sum without tally's commutative mark: the order-preserving plan (operators.md).
+struct sum_in_order {
+  __host__ __device__ float operator()(float x, float y) const { return x + y; }
+};
+
 // Aligned bases take the vectorized transform loaders, misaligned ones the element path;
-// both follow the plan, so the bits equal the host's either way.
+// both follow the plan, so the bits equal the host's either way. The transforms run as the
+// elements are folded (raw chunks) on the commutative path, and on the order-preserving
+// path for one range; the order-preserving path of two ranges transforms as it reads.
 TEST_F(transform_reduce_device, float_views_equal_the_host_bit_for_bit_aligned_or_not) {
   auto sizes = tally_test::boundary_sizes();
   sizes.push_back((std::size_t(1) << 22) + 17);
@@ -171,6 +178,16 @@ TEST_F(transform_reduce_device, float_views_equal_the_host_bit_for_bit_aligned_o
                                                 tally::plus<float>{}, float_product{})),
                 bits_of(tally::transform_reduce(tally::host, a.begin(), a.end(), b.begin(), 1.0f, tally::plus<float>{},
                                                 float_product{})));
+      EXPECT_EQ(bits_of(tally::transform_reduce(tally::device, da.begin(), da.end(), float_square{}, 0.5f,
+                                                sum_in_order{})),
+                bits_of(tally::transform_reduce(tally::host, a.begin(), a.end(), float_square{}, 0.5f,
+                                                sum_in_order{})))
+          << "order-preserving, one range";
+      EXPECT_EQ(bits_of(tally::inner_product(tally::device, da.begin(), da.end(), db.begin(), 0.0f, sum_in_order{},
+                                             float_product{})),
+                bits_of(tally::inner_product(tally::host, a.begin(), a.end(), b.begin(), 0.0f, sum_in_order{},
+                                             float_product{})))
+          << "order-preserving, two ranges";
       if (n > 0) {
         double sq = 0.5;
         for (float x : a) sq += double(x) * double(x);
