@@ -150,8 +150,11 @@ struct float_product {
 };
 
 // A float sum without tally's commutative mark: the order-preserving plan (operators.md).
+// It adds by tally::plus, which the device compiler never contracts with the transform's
+// multiply into an FMA: with a plain x + y it may, and then the device rounds once where
+// the host rounds twice (determinism.md; this test failed by one ulp at n = 2049 that way).
 struct sum_in_order {
-  __host__ __device__ float operator()(float x, float y) const { return x + y; }
+  __host__ __device__ float operator()(float x, float y) const { return tally::plus<float>{}(x, y); }
 };
 
 // Aligned bases take the vectorized transform loaders, misaligned ones the element path;
