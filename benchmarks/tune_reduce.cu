@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     BENCH_CUDA_CHECK(cudaFreeHost(mapped));
   }
 
-  for (int log2n : {10, 11, 12, 13, 14, 15, 16, 17, 20, 22, 24, 25, 26, 28}) {
+  for (int log2n : {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, 24, 25, 26, 28}) {
     if (log2n > largest_log2n) break;
     if (log2n < smallest_log2n) continue;
     const std::size_t n = std::size_t{1} << log2n;

@@ -313,8 +313,9 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
 }
 
 // The ordered fold of the tile partials by one block: thread t waits for and folds its
-// contiguous range of partials, then the ordered block tree. Every cell read is cleared
-// for the next call.
+// contiguous range of partials, then the ordered block tree. Every thread runs the same
+// per_thread rounds, whether or not its range has a partial in them, so that each warp
+// polls converged (poll_converged). Every cell read is cleared for the next call.
 template <class Acc, class Op>
 __device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op) {
   const std::uint64_t per_thread = ordered_partials_per_thread(tiles);
@@ -322,13 +323,16 @@ __device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::ui
   const std::uint64_t to = from + per_thread < tiles ? from + per_thread : tiles;
   Acc acc{};
   bool valid = false;
-  for (std::uint64_t k = from; k < to; ++k) {
+  for (std::uint64_t round = 0; round < per_thread; ++round) {
+    const std::uint64_t k = from + round;
     Acc value;
-    while (!cells[k].try_read(value)) {
+    bool ready = k >= to;
+    poll_converged(cells, k, ready, value);
+    if (k < to) {
+      cells[k].clear();
+      acc = valid ? static_cast<Acc>(op(acc, value)) : value;
+      valid = true;
     }
-    cells[k].clear();
-    acc = valid ? static_cast<Acc>(op(acc, value)) : value;
-    valid = true;
   }
   return tally::block::reduce_ordered<block_threads>(acc, valid, op);
 }

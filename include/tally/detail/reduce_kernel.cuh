@@ -35,9 +35,6 @@
 #ifndef TALLY_TUNE_FOLDER_FEWEST_TILES
 #define TALLY_TUNE_FOLDER_FEWEST_TILES 1  // otherwise block 0 takes the smallest share of them
 #endif
-#ifndef TALLY_TUNE_POLL_ALONE
-#define TALLY_TUNE_POLL_ALONE 1  // a missing partial is polled alone, not with its batch
-#endif
 #ifndef TALLY_TUNE_PARTIAL_LOADS
 #define TALLY_TUNE_PARTIAL_LOADS 1  // a partial step reads every chunk (fold_partial_step)
 #endif
@@ -484,8 +481,9 @@ __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64
 // so the L2 latencies overlap; a cell not yet published is then polled alone until it is,
 // and the next one after it. (Polling the rest of its batch as well kept so many loads in
 // flight, from a block 0 that polls from the kernel's start, that the tile block beside it
-// on its SM fell behind: benchmarks/RESULTS.md.) Every cell read is cleared for the next
-// call.
+// on its SM fell behind: benchmarks/RESULTS.md.) Every thread runs the same rounds of the
+// same batch, whether or not it has cells in them, so that each warp polls converged
+// (poll_converged). Every cell read is cleared for the next call.
 template <class Acc, class Op, class Codec>
 __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
                                        std::uint64_t tiles, std::uint64_t tile_items, Op& op) {
@@ -493,9 +491,11 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
   // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
   // polled 16 at a time measured slower than 4 at a time (benchmarks/RESULTS.md).
   constexpr int batch = sizeof(Acc) <= 8 ? TALLY_TUNE_FOLD_BATCH : (sizeof(Acc) <= 32 ? 4 : 1);
+  constexpr std::uint64_t round_items = std::uint64_t(batch) * block_threads;
   Acc acc{};
   bool valid = false;
-  for (std::uint64_t base = threadIdx.x; base < tiles; base += std::uint64_t(batch) * block_threads) {
+  for (std::uint64_t round_begin = 0; round_begin < tiles; round_begin += round_items) {
+    const std::uint64_t base = round_begin + threadIdx.x;
     partial_t value[batch];
     bool ready[batch];
 #pragma unroll
@@ -505,23 +505,15 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
     }
 #pragma unroll
     for (int j = 0; j < batch; ++j) {
+      if (round_begin + std::uint64_t(j) * block_threads >= tiles) break;  // the same for the whole block
       const std::uint64_t k = base + std::uint64_t(j) * block_threads;
-      if (k >= tiles) break;
-#if TALLY_TUNE_POLL_ALONE
-      while (!ready[j]) ready[j] = cells[k].try_read(value[j]);
-#else
-      while (!ready[j]) {
-#pragma unroll
-        for (int i = j; i < batch; ++i) {
-          const std::uint64_t ki = base + std::uint64_t(i) * block_threads;
-          if (!ready[i] && ki < tiles) ready[i] = cells[ki].try_read(value[i]);
-        }
+      poll_converged(cells, k, ready[j], value[j]);
+      if (k < tiles) {
+        cells[k].clear();
+        const Acc partial = codec.decode(value[j], k * tile_items);
+        acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
+        valid = true;
       }
-#endif
-      cells[k].clear();
-      const Acc partial = codec.decode(value[j], k * tile_items);
-      acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
-      valid = true;
     }
   }
   return fold_partials_of<Acc>(acc, valid, tiles, op);
