@@ -95,8 +95,8 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
 // read already (or this lane has no cell: then cells[k] is never touched). Every lane of the
 // warp calls it together and loops until all of them are ready, so the warp stays converged.
 // A lane that left its own poll loop as soon as its partial landed diverged from the rest of
-// its warp until the warp's tree, and that cost 0.2-0.5 us per fold on the H100 (doubles at
-// 2^20: 6.34 us against 5.83 converged; benchmarks/RESULTS.md, 2026-11-25).
+// its warp until the warp's tree: on the H100 that cost up to 0.65 us per call from 2^14 to
+// 2^24 (doubles at 2^20: 6.34 us against 5.82 converged; benchmarks/RESULTS.md, 2026-11-25).
 template <class Partial>
 __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std::uint64_t k, bool& ready,
                                                Partial& value) {
