@@ -158,7 +158,9 @@ struct sum_in_order {
 };
 
 // Aligned bases take the vectorized transform loaders, misaligned ones the element path;
-// both follow the plan, so the bits equal the host's either way. The transforms run as the
+// both follow the plan, so the bits equal the host's either way. At 2^22 + 17 floats the
+// plan has 513 tiles, more than one block per SM holds, so aligned float pairs run the
+// kernel held to two blocks per SM (has_two_block_variant), the smaller sizes the other. The transforms run as the
 // elements are folded (raw chunks) on the commutative path, and on the order-preserving
 // path for one range; the order-preserving path of two ranges transforms as it reads.
 TEST_F(transform_reduce_device, float_views_equal_the_host_bit_for_bit_aligned_or_not) {

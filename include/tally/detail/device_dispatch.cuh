@@ -170,8 +170,15 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
                                                                plan.tile_items, init, op, codec, cells, out, handoff);
     return;
   }
-  launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>>(
-      plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
+  constexpr auto one_kernel = &single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>;
+  if constexpr (has_two_block_variant<Loader>::value) {
+    if (plan.tiles > resident_grid<one_kernel>(policy, device)) {
+      launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t, 2>>(
+          plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
+      return;
+    }
+  }
+  launch_single_pass<one_kernel>(plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
 }
 
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.

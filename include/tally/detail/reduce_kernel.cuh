@@ -230,6 +230,22 @@ template <int VW, class Loader>
 inline constexpr int min_resident_blocks =
     prefetches_next_tile<VW, Loader> ? TALLY_TUNE_PREFETCH_MIN_BLOCKS : TALLY_TUNE_MIN_BLOCKS;
 
+// A loader may say that its single pass also pays compiled for two resident blocks per SM
+// where the tiles outnumber the blocks that one per SM holds (static constexpr bool
+// two_blocks_at_many_tiles): float inner_product's raw pairs take 181 registers, one block
+// per SM; held to 128 (a little stack) they took 13.8 us instead of 14.3 at 2^22 and 45.8
+// instead of 46.8 at 2^24 on the H100, but 3.8 instead of 3.6 at 2^19, where one block per
+// SM holds every tile (benchmarks/RESULTS.md, 2026-11-25). Dispatch picks by the tile count
+// (launch_commutative_reduce). TALLY_TUNE_TWO_BLOCK_VARIANT=0 keeps one kernel.
+#ifndef TALLY_TUNE_TWO_BLOCK_VARIANT
+#define TALLY_TUNE_TWO_BLOCK_VARIANT 1
+#endif
+template <class Loader, class = void>
+struct has_two_block_variant : std::false_type {};
+template <class Loader>
+struct has_two_block_variant<Loader, std::enable_if_t<Loader::two_blocks_at_many_tiles>>
+    : std::bool_constant<TALLY_TUNE_TWO_BLOCK_VARIANT != 0> {};
+
 // Folds a full tile's steps in order: fold_step(chunks, s, Start) folds step s, held in
 // `chunks`; Start (std::true_type for step 0) says it starts the accumulator. Step 0 is
 // already in `step` (fetched by the caller). (Fetching step s + 1 before folding step s,
@@ -596,8 +612,9 @@ __global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
 enum class fold_block_role : unsigned { reduces_first = 0, folds_only = 1 };
 inline constexpr unsigned fold_block_gate = TALLY_TUNE_FOLD_BLOCK_GATE;
 
-template <class Acc, int VW, class Loader, class Op, class Out, class Codec>
-__global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
+template <class Acc, int VW, class Loader, class Op, class Out, class Codec,
+          int MinBlocks = min_resident_blocks<VW, Loader>>
+__global__ void __launch_bounds__(block_threads, MinBlocks)
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
                               partial_cell<typename Codec::partial_type>* cells, Out* out, host_handoff* handoff,
                               fold_block_role role) {

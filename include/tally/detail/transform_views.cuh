@@ -160,6 +160,10 @@ struct pair_vector_loader {
   using value_type = V;
   using raw_type = std::conditional_t<Raw, element_pair<E1, E2>, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E1) + sizeof(E2);
+  // Raw pairs of 4-byte elements read faster at many tiles from a kernel held to two blocks
+  // per SM (has_two_block_variant, reduce_kernel.cuh); pairs of 8-byte ones lost 2.7 us at
+  // 2^24 that way on the H100 (benchmarks/RESULTS.md, 2026-11-25).
+  static constexpr bool two_blocks_at_many_tiles = Raw && sizeof(E1) + sizeof(E2) <= 8;
   const E1* a;
   const E2* b;
   T transform;
