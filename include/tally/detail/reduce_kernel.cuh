@@ -233,7 +233,7 @@ inline constexpr int min_resident_blocks =
 // A loader may say that its single pass also pays compiled for two resident blocks per SM
 // where the tiles outnumber the blocks that one per SM holds (static constexpr bool
 // two_blocks_at_many_tiles): float inner_product's raw pairs take 181 registers, one block
-// per SM; held to 128 (a little stack) they took 13.8 us instead of 14.3 at 2^22 and 45.8
+// per SM; held to 128 (no stack) they took 13.8 us instead of 14.3 at 2^22 and 45.8
 // instead of 46.8 at 2^24 on the H100, but 3.8 instead of 3.6 at 2^19, where one block per
 // SM holds every tile (benchmarks/RESULTS.md, 2026-11-25). Dispatch picks by the tile count
 // (launch_commutative_reduce). TALLY_TUNE_TWO_BLOCK_VARIANT=0 keeps one kernel.
