@@ -142,6 +142,31 @@ TEST_F(transform_reduce_device, every_form_against_std_references_and_the_host) 
   }
 }
 
+// Int pairs at sizes whose plans have more tiles than one block per SM holds (257 and 513
+// tiles): aligned, their raw pairs of 4-byte elements run the single pass held to two
+// blocks per SM (has_two_block_variant); misaligned, the element path. Against the exact
+// dot product and the host.
+TEST_F(transform_reduce_device, int_pairs_at_many_tiles_equal_the_exact_dot_product) {
+  for (std::size_t n : {(std::size_t(1) << 21) + 5, (std::size_t(1) << 22) + 3}) {
+    for (std::size_t offset : {0, 1}) {
+      seeded s(n + offset + 700);
+      SCOPED_TRACE("n = " + std::to_string(n) + ", offset " + std::to_string(offset) + ", " + s.trace());
+      const auto a = small_values(n, s.rng);
+      const auto b = small_values(n, s.rng);
+      tally_test::device_buffer<int> da(a, offset), db(b, offset);
+      EXPECT_EQ(tally::inner_product(tally::device, da.begin(), da.end(), db.begin(), 7LL), 7 + exact_dot(a, b));
+      EXPECT_EQ(tally::transform_reduce(tally::device, da.begin(), da.end(), db.begin(), -3LL,
+                                        tally::plus<long long>{}, absolute_difference{}),
+                std::transform_reduce(a.begin(), a.end(), b.begin(), -3LL, std::plus<long long>{},
+                                      absolute_difference{}));
+      EXPECT_EQ(tally::inner_product(tally::device, da.begin(), da.end(), db.begin(), 0LL, tally::maximum<long long>{},
+                                     absolute_difference{}),
+                tally::inner_product(tally::host, a.begin(), a.end(), b.begin(), 0LL, tally::maximum<long long>{},
+                                     absolute_difference{}));
+    }
+  }
+}
+
 struct float_square {
   __host__ __device__ float operator()(float x) const { return x * x; }
 };
