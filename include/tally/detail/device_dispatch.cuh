@@ -181,11 +181,28 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   launch_single_pass<one_kernel>(plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
 }
 
+#ifndef TALLY_TUNE_ORDERED_SMALL
+#define TALLY_TUNE_ORDERED_SMALL 1  // 0: plans of one or two tiles take the ordered single pass
+#endif
+
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.
 template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                            const device_policy& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
+  // One or two tiles: one block, no partials, no scratch (ordered_small_reduce_kernel). A
+  // forced two pass or grid size keeps the general kernels for two tiles, which the
+  // determinism tests compare against it.
+  if (TALLY_TUNE_ORDERED_SMALL && (plan.tiles == 1 || (plan.tiles == 2 && chosen != tally::strategy::two_pass &&
+                                                       policy.forced_grid_size() == 0))) {
+    check_stream_of_device(policy.stream(), device);
+    const std::uint64_t pieces = (n + ordered_piece_items<VW> - 1) / ordered_piece_items<VW>;
+    const std::uint64_t warps = pieces < block_threads / warp_threads ? pieces : block_threads / warp_threads;
+    launch_kernel<ordered_small_reduce_kernel<Acc, VW, Loader, Op, Out>>(1, unsigned(warps * warp_threads),
+                                                                         policy.stream(), device, load, n, init, op,
+                                                                         out, handoff);
+    return;
+  }
   auto* cells = static_cast<partial_cell<Acc>*>(scratch_for(device, policy.stream()).partials);
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
     launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);

@@ -4,7 +4,8 @@
 // (plan.cuh, ordered_tile): lanes own contiguous runs, warps contiguous regions of the tile,
 // trees combine neighbours with the lower one on the left, and tile partials are folded in
 // tile order. The single pass and the two pass reuse the flagged partial cells of the
-// commutative kernels (partials.cuh), so the scratch protocol is the same.
+// commutative kernels (partials.cuh), so the scratch protocol is the same; plans of one or
+// two tiles take one block of their own (ordered_small_reduce_kernel) and no scratch.
 
 #include "tally/block/reduce.cuh"
 #include "tally/detail/loads.cuh"
@@ -186,14 +187,63 @@ __device__ __forceinline__ Acc fold_fetched_full_piece(const Loader& load, std::
   return tally::warp::reduce_ordered(acc, op);
 }
 
+// A piece that may run past `end` (the end of its tile, or of the input), every read and
+// element checked against it. Lane 0 gets the piece's ordered fold; valid (in lane 0) says
+// whether the piece holds any element.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc fold_checked_piece(const Loader& load, std::uint64_t piece_begin, std::uint64_t end,
+                                                  Op& op, bool& valid) {
+  using C = typename chunk_element<Loader>::type;
+  using staged_t = staged_chunk<C, VW>;
+  const int warp = int(threadIdx.x / warp_threads);
+  const int lane = int(threadIdx.x % warp_threads);
+  C run[loads_per_step][VW];
+  if constexpr (ordered_stages_chunks<VW, Loader>) {
+    staged_t* staging = ordered_staging_of_warp<C, VW>(warp);
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      const int chunk = u * warp_threads + lane;
+      staged_t loaded;
+      read_chunk_below<VW>(load, piece_begin + std::uint64_t(chunk) * VW, end, loaded.values);
+      staging[ordered_staged_slot(chunk)] = loaded;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < loads_per_step; ++k) {
+      const staged_t mine = staging[ordered_staged_slot(lane * loads_per_step + k)];
+#pragma unroll
+      for (int j = 0; j < VW; ++j) run[k][j] = mine.values[j];
+    }
+    __syncwarp();  // the next piece overwrites the staging
+  } else {
+#pragma unroll
+    for (int k = 0; k < loads_per_step; ++k)
+      read_chunk_below<VW>(load, piece_begin + std::uint64_t(lane * loads_per_step + k) * VW, end, run[k]);
+  }
+
+  const std::uint64_t run_begin = piece_begin + std::uint64_t(lane) * loads_per_step * VW;
+  Acc acc{};
+  valid = false;
+#pragma unroll
+  for (int k = 0; k < loads_per_step; ++k)
+#pragma unroll
+    for (int j = 0; j < VW; ++j) {
+      const std::uint64_t index = run_begin + std::uint64_t(k) * VW + j;
+      if (index < end) {
+        const Acc x = static_cast<Acc>(chunk_value(load, run[k][j], index));
+        acc = valid ? static_cast<Acc>(op(acc, x)) : x;
+        valid = true;
+      }
+    }
+  return tally::warp::reduce_ordered(acc, valid, op);
+}
+
 // One tile by the whole block, in the ordered plan, any tile (a partial one included):
 // full pieces as in a full tile, the rest with every read and element checked against the
 // tile's end. Thread 0 gets the tile's fold; every tile of a plan holds at least one
 // element, so it is always valid there.
 template <class Acc, int VW, class Loader, class Op>
 __device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& plan, std::uint64_t tile, Op& op) {
-  using C = typename chunk_element<Loader>::type;
-  using staged_t = staged_chunk<C, VW>;
   const ordered_tile shape = ordered_tile_of(plan, tile);
   const int warp = int(threadIdx.x / warp_threads);
   const int lane = int(threadIdx.x % warp_threads);
@@ -213,45 +263,8 @@ __device__ Acc ordered_reduce_tile(const Loader& load, const reduction_plan& pla
         continue;
       }
     }
-    C run[loads_per_step][VW];
-    if constexpr (ordered_stages_chunks<VW, Loader>) {
-      staged_t* staging = ordered_staging_of_warp<C, VW>(warp);
-#pragma unroll
-      for (int u = 0; u < loads_per_step; ++u) {
-        const int chunk = u * warp_threads + lane;
-        staged_t loaded;
-        read_chunk_below<VW>(load, piece_begin + std::uint64_t(chunk) * VW, shape.end, loaded.values);
-        staging[ordered_staged_slot(chunk)] = loaded;
-      }
-      __syncwarp();
-#pragma unroll
-      for (int k = 0; k < loads_per_step; ++k) {
-        const staged_t mine = staging[ordered_staged_slot(lane * loads_per_step + k)];
-#pragma unroll
-        for (int j = 0; j < VW; ++j) run[k][j] = mine.values[j];
-      }
-      __syncwarp();  // the next piece overwrites the staging
-    } else {
-#pragma unroll
-      for (int k = 0; k < loads_per_step; ++k)
-        read_chunk_below<VW>(load, piece_begin + std::uint64_t(lane * loads_per_step + k) * VW, shape.end, run[k]);
-    }
-
-    const std::uint64_t run_begin = piece_begin + std::uint64_t(lane) * shape.run_items;
-    Acc acc{};
     bool valid = false;
-#pragma unroll
-    for (int k = 0; k < loads_per_step; ++k)
-#pragma unroll
-      for (int j = 0; j < VW; ++j) {
-        const std::uint64_t index = run_begin + std::uint64_t(k) * VW + j;
-        if (index < shape.end) {
-          const Acc x = static_cast<Acc>(chunk_value(load, run[k][j], index));
-          acc = valid ? static_cast<Acc>(op(acc, x)) : x;
-          valid = true;
-        }
-      }
-    const Acc piece_fold = tally::warp::reduce_ordered(acc, valid, op);
+    const Acc piece_fold = fold_checked_piece<Acc, VW>(load, piece_begin, shape.end, op, valid);
     if (lane == 0 && valid) {
       warp_acc = warp_valid ? static_cast<Acc>(op(warp_acc, piece_fold)) : piece_fold;
       warp_valid = true;
@@ -312,6 +325,10 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
   }
 }
 
+#ifndef TALLY_TUNE_ORDERED_FOLD_WARP_ONLY
+#define TALLY_TUNE_ORDERED_FOLD_WARP_ONLY 1  // 0: a fold of at most 32 partials runs the whole ordered block tree
+#endif
+
 // The ordered fold of the tile partials by one block: thread t waits for and folds its
 // contiguous range of partials, then the ordered block tree. Every thread runs the same
 // per_thread rounds, whether or not its range has a partial in them, so that each warp
@@ -334,7 +351,96 @@ __device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::ui
       valid = true;
     }
   }
+  // At most warp_threads partials: only warp 0 holds any (one each), and the block tree's
+  // answer is warp 0's ordered tree, the other warps' being empty (as fold_partials_of).
+  // 0.1 us less per call at 4-32 tiles (2^15-2^18 floats) on the H100.
+  if (TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads) {
+    if (threadIdx.x < warp_threads) acc = tally::warp::reduce_ordered(acc, valid, op);
+    return acc;
+  }
   return tally::block::reduce_ordered<block_threads>(acc, valid, op);
+}
+
+// Plans of one or two tiles (N up to two steps: 2^14 floats, 2^13 doubles) in one block,
+// without partials in the scratch and without a block waiting on another. A tile of one
+// step holds one piece per warp region, so piece p of the input is region p % 8 of tile
+// p / 8: warp w folds pieces w and w + 8 (the second one's loads in flight while it folds
+// the first), and only the warps whose first piece holds an element are launched. The
+// warps' folds then go through fold_warp_leaders's tree, per tile (slots past the launched
+// warps are empty, as such warps' are there), and two tiles' folds combine as the ordered
+// fold of two partials does: op(p0, p1). So the bits are the single pass's. A single piece
+// (N up to 1024 floats) is one warp's fold, with no block stage at all. On the H100 the
+// ordered float sum took 1.53 us instead of 2.19 at 2^10, 2.30 instead of 2.50 at 2^13 and
+// 2.72 instead of 3.17 at 2^14 (benchmarks/RESULTS.md, 2026-11-25).
+template <class Acc, int VW, class Loader, class Op, class Out>
+__global__ void __launch_bounds__(block_threads)
+    ordered_small_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff) {
+  wait_for_prior_grid();
+  constexpr int tile_warps = block_threads / warp_threads;
+  constexpr std::uint64_t piece_items = ordered_piece_items<VW>;
+  const int warp = int(threadIdx.x / warp_threads);
+  const int lane = int(threadIdx.x % warp_threads);
+  const std::uint64_t first = std::uint64_t(warp) * piece_items;
+  const std::uint64_t second = first + std::uint64_t(tile_warps) * piece_items;
+  Acc folds[2] = {};
+  bool valid[2] = {false, false};
+  bool first_done = false;
+  if constexpr (ordered_stages_chunks<VW, Loader>) {
+    if (first + piece_items <= n) {  // a full piece: no checks
+      piece_chunks<VW, Loader> fetched;
+      fetched.fetch(load, first);
+      const bool second_full = second + piece_items <= n;
+      folds[0] = fold_fetched_full_piece<Acc, VW>(load, first, fetched, second_full, second, op);
+      valid[0] = first_done = true;
+      if (second_full) {
+        folds[1] = fold_fetched_full_piece<Acc, VW>(load, second, fetched, false, 0, op);
+        valid[1] = true;
+      } else if (second < n) {
+        folds[1] = fold_checked_piece<Acc, VW>(load, second, n, op, valid[1]);
+      }
+    }
+  }
+  if (!first_done) {  // the first piece is the last one, and partial (or chunks are not staged)
+    folds[0] = fold_checked_piece<Acc, VW>(load, first, n, op, valid[0]);
+    if (second < n) folds[1] = fold_checked_piece<Acc, VW>(load, second, n, op, valid[1]);
+  }
+  if (n <= piece_items) {  // one warp, one piece
+    if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, folds[0]))), handoff);
+    return;
+  }
+
+  __shared__ tally::block::detail::reduce_storage<Acc, 2 * tile_warps> storage;
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      storage.slots()[k * tile_warps + warp] = folds[k];
+      storage.valid[k * tile_warps + warp] = valid[k];
+    }
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  // Lanes 0-7 hold tile 0's warps' folds, lanes 8-15 tile 1's; each group runs
+  // fold_warp_leaders's tree, so lane 0 gets tile 0's fold and lane 8 tile 1's.
+  const int launched = int(blockDim.x / warp_threads);
+  const int region = lane % tile_warps;
+  bool ok = lane < 2 * tile_warps && region < launched && storage.valid[lane];
+  Acc value = folds[0];
+  if (ok) value = storage.slots()[lane];
+#pragma unroll
+  for (int delta = 1; delta < tile_warps; delta *= 2) {
+    const Acc right = tally::warp::shuffle_down(value, unsigned(delta));
+    const bool right_ok = __shfl_down_sync(tally::warp::full_mask, ok, unsigned(delta)) && region + delta < tile_warps;
+    if ((lane & (2 * delta - 1)) == 0) {
+      if (right_ok) value = ok ? static_cast<Acc>(op(value, right)) : right;
+      ok = ok || right_ok;
+    }
+  }
+  const Acc second_tile = tally::warp::shuffle_down(value, unsigned(tile_warps));
+  const bool second_ok = __shfl_down_sync(tally::warp::full_mask, ok, unsigned(tile_warps));
+  if (lane == 0) {
+    const Acc total = second_ok ? static_cast<Acc>(op(value, second_tile)) : value;
+    publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+  }
 }
 
 // Two resident blocks per SM at least, as the commutative kernels: the prefetched piece
@@ -351,6 +457,8 @@ __global__ void __launch_bounds__(block_threads, 2)
   }
   ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells);
   // As in single_pass_reduce_kernel: block 0 waits only on blocks that wait on nothing.
+  // (Block 0 folding only, as the commutative kernel does with few tiles, measured 0.1-0.15
+  // us slower at 4-32 tiles and no faster above: benchmarks/RESULTS.md, 2026-11-25.)
   if (blockIdx.x != 0) return;
   const Acc total = ordered_fold_published_partials(cells, plan.tiles, op);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
