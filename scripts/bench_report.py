@@ -213,7 +213,12 @@ def target_line(label, found, spec, suffix, bound=None):
     if found is None:
         return f"- {label}: no data"
     value, n = found
-    text = f"- {label}: {format(value, spec)}{suffix} (at {log2_label(n)})"
+    shown = format(value, spec)
+    if bound is not None and value < bound and shown == format(bound, spec):
+        # A miss that rounds to the bound ("1.50×: not met") is shown with one digit more.
+        digits = int(spec.split(".")[1].rstrip("f%")) + 1
+        shown = format(value, spec.split(".")[0] + f".{digits}" + spec[-1])
+    text = f"- {label}: {shown}{suffix} (at {log2_label(n)})"
     if bound is not None:
         text += f"; target ≥ {format(bound, spec)}{suffix}: " + ("met" if value >= bound else "not met")
     return text
