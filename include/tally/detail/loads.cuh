@@ -8,16 +8,19 @@
 #include <cstring>
 #include <iterator>
 
-// Inputs of more than 1 / stream_reads_l2_fraction of the L2 are read with an evict-first
-// hint (ld.global.cs): read once, they then do not push the rest of the L2 out, and on the
-// H100 the sums read them faster (0.4-0.6 us less at 2^22-2^24 floats, benchmarks/RESULTS.md).
-// Smaller inputs keep the read-only path, which leaves them in L2 for the next call.
+// Inputs of more than 1 / stream_reads_l2_fraction of the L2 (an eighth: 6.6 MB on the H100)
+// are read with an evict-first hint (ld.global.cs): read once, they then do not push the rest
+// of the L2 out, and on the H100 the sums read them faster (0.4-0.6 us less at 2^22-2^24
+// floats; 0.1 us at 2^20 doubles, 8.4 MB, where a quarter was the threshold before; and no
+// loss measured where one such input is read again from the L2; benchmarks/RESULTS.md).
+// Smaller inputs keep the read-only path, which leaves them in L2 for the next call: with
+// the hint, eight rotated 4 MB inputs lost 0.6-0.8 us a call at 2^20 floats.
 // TALLY_TUNE_STREAM_READS: 0 never, 1 always, 2 above the fraction (scripts/tune).
 #ifndef TALLY_TUNE_STREAM_READS
 #define TALLY_TUNE_STREAM_READS 2
 #endif
 #ifndef TALLY_TUNE_STREAM_L2_FRACTION
-#define TALLY_TUNE_STREAM_L2_FRACTION 4
+#define TALLY_TUNE_STREAM_L2_FRACTION 8
 #endif
 
 namespace tally::detail {
