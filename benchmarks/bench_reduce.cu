@@ -35,6 +35,13 @@
 //                             tally's pool, by tally's own hand-over code, the host spinning
 //                             on it as tally::reduce does
 //     launch_floor_sync       the same kernel, then cudaStreamSynchronize and a host read
+//     launch_floor_read       float only: the flag floor's launch and hand-over, of a kernel
+//                             that first loads the one value it hands over from the rotated
+//                             input of N floats, at a position drawn anew for every call (so
+//                             that most loads miss the L2): a launch that waits for memory once.
+//                             No reduction of N values of T returns sooner than this plus
+//                             N * sizeof(T) bytes at the best bandwidth any kernel reaches
+//                             (scripts/bench_report.py prints that bound)
 //
 // Counters: GBps (N * sizeof(T) bytes / time, 1e9 bytes per second) and N. Each benchmark
 // runs 5 repetitions of about 0.05 s of wall time each (register_family) and reports
@@ -363,6 +370,40 @@ __global__ void hand_over(float value, tally::detail::host_handoff* handoff) {
   tally::detail::publish(static_cast<float*>(nullptr), value, handoff);
 }
 
+// The read floor's kernel: the value handed over must first come back from memory.
+__global__ void hand_over_one_read(const float* in, std::size_t index, tally::detail::host_handoff* handoff) {
+  tally::detail::publish(static_cast<float*>(nullptr), in[index], handoff);
+}
+
+// A launch that waits for one load from memory before it hands the value over: the launch
+// floor plus one memory latency. The position moves by a xorshift step every call, so that
+// across the rotated copies most loads find their line outside the L2 (a hit only lowers the
+// floor, which keeps the bound built on it a bound). The values are uniform in [0, 1); the
+// last one handed over is checked against a copy of that element.
+void roundtrip_launch_floor_read(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  auto& input = input_for<float>(n);
+  const int device = tally::detail::current_device();
+  std::uint64_t position = seed | 1;
+  const float* last_input = nullptr;
+  std::size_t last_index = 0;
+  float last_handed = 0.0f;
+  time_roundtrip<float>(state, n, [&] {
+    position ^= position << 13;
+    position ^= position >> 7;
+    position ^= position << 17;
+    last_index = static_cast<std::size_t>(position % n);
+    last_input = input.input->next();
+    tally::detail::result_slot slot;
+    tally::detail::launch_kernel<hand_over_one_read>(1, 1, ctx->stream, device, last_input, last_index, slot.handoff());
+    slot.take(ctx->stream, &last_handed, sizeof(last_handed));
+    return last_handed;
+  });
+  float expected = -1.0f;
+  BENCH_CUDA_CHECK(cudaMemcpy(&expected, last_input + last_index, sizeof(float), cudaMemcpyDeviceToHost));
+  if (last_handed != expected) state.SkipWithError("the read floor's kernel handed over a wrong value");
+}
+
 // A round trip that reads nothing: a result slot from tally's pool, the launch as tally
 // launches its kernels (launch_kernel: with programmatic dependent launch where the GPU has
 // it, which on the H100 took 0.4-0.8 us less per round trip than <<<>>>), and the value
@@ -436,6 +477,7 @@ void register_type() {
                     [](benchmark::State& state) { roundtrip_launch_floor(state, true); });
     register_family(roundtrip + "launch_floor_sync", clock_kind::roundtrip,
                     [](benchmark::State& state) { roundtrip_launch_floor(state, false); });
+    register_family(roundtrip + "launch_floor_read", clock_kind::roundtrip, roundtrip_launch_floor_read);
   }
 }
 

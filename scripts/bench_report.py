@@ -43,6 +43,7 @@ VARIANTS = {
         "tally_reduce_copy": "tally_rt_copy",
         "launch_floor_flag": "floor_flag",
         "launch_floor_sync": "floor_sync",
+        "launch_floor_read": "floor_read",
     },
 }
 KEYS = sorted({key for names in VARIANTS.values() for key in names.values()})
@@ -169,6 +170,9 @@ def type_table(typ, m, nondeterministic):
     with_floor = has_data(m["floor_flag"])
     if with_floor:
         header += ["launch floor µs (flag)", "launch floor µs (sync)", "thrust / launch floor"]
+    with_read_floor = has_data(m["floor_read"])
+    if with_read_floor:
+        header += ["launch floor µs (one read)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     sizes = sorted(set().union(*(series.keys() for series in m.values())))
     for n in sizes:
@@ -199,6 +203,8 @@ def type_table(typ, m, nondeterministic):
         if with_floor:
             floor = m["floor_flag"].get(n)
             row += [fmt(floor, ".2f"), fmt(m["floor_sync"].get(n), ".2f"), fmt(ratio(thrt, floor), ".2f", "×")]
+        if with_read_floor:
+            row.append(fmt(m["floor_read"].get(n), ".2f"))
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -224,7 +230,41 @@ def target_line(label, found, spec, suffix, bound=None):
     return text
 
 
-def targets(typ, m, nondeterministic):
+def best_bandwidth(medians):
+    """(GB/s, type, key, N) of the fastest device-timed read of any benchmark in the run."""
+    device_keys = set(VARIANTS["device"].values())
+    found = [(gbps(n, t, BYTES_PER_ITEM[typ]), typ, key, n)
+             for typ in TYPES for key in device_keys for n, t in medians[typ][key].items()]
+    found = [f for f in found if f[0] is not None]
+    return max(found) if found else None
+
+
+def roundtrip_bound_lines(typ, m, read_floor, best):
+    """Where the round-trip target is missed at N <= 2^22: the least any reduction's round trip
+    could take there (the launch floor with one read from memory, then N * sizeof(type) bytes
+    at the best bandwidth any kernel reached in this run), against the time the target needs."""
+    if best is None or not read_floor:
+        return []
+    bw, best_typ, best_key, best_n = best
+    bpi = BYTES_PER_ITEM[typ]
+    lines = []
+    for n in sorted(m["tally_rt"]):
+        tally_rt, thrust_rt, floor = m["tally_rt"][n], m["thrust_rt"].get(n), read_floor.get(n)
+        if n > 1 << 22 or thrust_rt is None or floor is None or thrust_rt / tally_rt >= TARGET_ROUNDTRIP_SMALL:
+            continue
+        stream_us = n * bpi / (bw * 1e3)
+        bound, needed = floor + stream_us, thrust_rt / TARGET_ROUNDTRIP_SMALL
+        verdict = ("unreachable: below the bound" if needed < bound
+                   else f"reachable in principle: {needed - bound:.2f} µs above the bound")
+        lines.append(
+            f"- round-trip bound at {log2_label(n)}: {bound:.2f} µs (launch floor with one read {floor:.2f} + "
+            f"{n * bpi / 1e6:.1f} MB at {bw:.0f} GB/s, this run's fastest read ({best_typ} {best_key} at "
+            f"{log2_label(best_n)}), {stream_us:.2f}); tally {tally_rt:.2f} µs; {TARGET_ROUNDTRIP_SMALL}× thrust "
+            f"needs {needed:.2f} µs: {verdict}")
+    return lines
+
+
+def targets(typ, m, nondeterministic, read_floor=None, best=None):
     sizes = sorted(set().union(*(series.keys() for series in m.values())))
     alt_keys, alt_label = alternative_keys(typ, nondeterministic)
 
@@ -258,6 +298,9 @@ def targets(typ, m, nondeterministic):
                     TARGET_CEILING_PCT),
         target_line("round trip tally/thrust, min over N ≤ 2^22", extreme(over(roundtrip, hi=1 << 22), min),
                     ".2f", "×", TARGET_ROUNDTRIP_SMALL),
+    ]
+    lines += roundtrip_bound_lines(typ, m, read_floor, best)
+    lines += [
         target_line("round trip tally/thrust, min over N > 2^22", extreme(over(roundtrip, lo=(1 << 22) + 1), min),
                     ".2f", "×", TARGET_ROUNDTRIP_LARGE),
         target_line(f"cost of tally's default vs the {alt_label} (tally time / its time − 1), max over N",
@@ -323,7 +366,7 @@ def build_report(context, medians, nondeterministic, commit):
         lines += ["", f"### {typ}", ""]
         lines += type_table(typ, m, nondeterministic)
         lines += [""]
-        lines += targets(typ, m, nondeterministic)
+        lines += targets(typ, m, nondeterministic, medians["float"]["floor_read"], best_bandwidth(medians))
     return "\n".join(lines) + "\n"
 
 
