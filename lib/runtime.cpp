@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -384,18 +385,31 @@ bool result_slot::handed_over(std::size_t words) const noexcept {
 void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) const {
   // The fast path reads only the words: no driver call between the kernel's stores and our
   // return. The clock is read every few thousand spins; after quiet_us the stream is asked
-  // too (a failed kernel never hands a value over), and after spin_us we block instead.
+  // too (a failed kernel never hands a value over). After spin_us the wait follows the
+  // schedule the application gave the device: cudaDeviceScheduleBlockingSync blocks in
+  // cudaStreamSynchronize; any other keeps spinning, yielding the core between rounds, as
+  // cudaStreamSynchronize itself spins under those schedules, but returns as soon as the
+  // value lands, microseconds before the kernel retires (a synchronize added 2-20 us to
+  // kernels of 0.2-0.7 ms on the H100, benchmarks/RESULTS.md).
   const std::size_t words = (bytes + 3) / 4;  // 4 bytes of the value per word
   using clock = std::chrono::steady_clock;
   constexpr auto quiet_us = std::chrono::microseconds(50);
   constexpr auto spin_us = std::chrono::microseconds(200);
   const auto start = clock::now();
   bool done = false;
+  bool may_block = false;
+  bool schedule_known = false;
   while (!done) {
     for (int spin = 0; spin < 2048 && !done; ++spin) done = handed_over(words);
     if (done) break;
     const auto waited = clock::now() - start;
-    if (waited > spin_us) {
+    if (waited > spin_us && !schedule_known) {
+      unsigned int flags = 0;
+      TALLY_CUDA_CHECK(cudaGetDeviceFlags(&flags));
+      may_block = (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+      schedule_known = true;
+    }
+    if (may_block) {
       TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
       done = handed_over(words);
       if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a value
@@ -406,6 +420,7 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
         done = handed_over(words);
         if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);
       }
+      if (schedule_known) std::this_thread::yield();
     }
   }
   std::atomic_thread_fence(std::memory_order_acquire);

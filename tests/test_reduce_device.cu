@@ -448,19 +448,28 @@ TEST_F(device_interop, concurrent_calls_from_host_threads_on_their_own_streams) 
 
 // reduce() takes its value from a pinned slot that the next call gets again (the pool hands
 // slots out last in, first out). Each call waits behind a kernel of another length: none
-// (the host spins), about 0.1 ms (it asks the stream meanwhile) and about 2 ms (it blocks
-// in cudaStreamSynchronize), and returns a 16-byte value unlike the last call's. A word
-// left over from the last call, or a value taken before all its words landed, would show
-// as a wrong sum.
+// (the host spins), about 0.1 ms (it asks the stream meanwhile) and about 2 ms (past 0.2 ms:
+// it keeps spinning under the default schedule, and blocks in cudaStreamSynchronize under
+// cudaDeviceScheduleBlockingSync; both schedules run), and returns a 16-byte value unlike
+// the last call's. A word left over from the last call, or a value taken before all its
+// words landed, would show as a wrong sum.
 TEST_F(device_interop, reduce_returns_its_own_value_however_long_it_waits) {
   seeded s(406);
   SCOPED_TRACE(s.trace());
+  unsigned int flags_before = 0;
+  TEST_CUDA(cudaGetDeviceFlags(&flags_before));
+  const unsigned int schedule_before = flags_before & cudaDeviceScheduleMask;
   cudaStream_t stream;
   TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto policy = tally::device.on(stream);
   std::uniform_int_distribution<long long> value(-(1LL << 40), 1LL << 40);
   std::uniform_int_distribution<std::size_t> size(1, 100000);
   for (int round = 0; round < 6; ++round) {
+    const unsigned int schedule = round % 2 == 0 ? schedule_before : unsigned(cudaDeviceScheduleBlockingSync);
+    TEST_CUDA(cudaSetDeviceFlags(schedule));
+    unsigned int flags_now = 0;
+    TEST_CUDA(cudaGetDeviceFlags(&flags_now));
+    ASSERT_EQ(flags_now & cudaDeviceScheduleMask, schedule) << "round " << round;
     for (long long cycles : {0LL, 200000LL, 4000000LL}) {
       std::vector<two_sums> v(size(s.rng));
       two_sums want{0, 0};
@@ -478,6 +487,7 @@ TEST_F(device_interop, reduce_returns_its_own_value_however_long_it_waits) {
       EXPECT_EQ(got.high, want.high) << "round " << round << ", " << cycles << " cycles, n " << v.size();
     }
   }
+  TEST_CUDA(cudaSetDeviceFlags(schedule_before));
   TEST_CUDA(cudaStreamDestroy(stream));
 }
 

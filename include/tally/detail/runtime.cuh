@@ -96,9 +96,9 @@ class result_slot {
   result_slot& operator=(const result_slot&) = delete;
   host_handoff* handoff() const noexcept { return handoff_; }  // unified addressing: the device's address too
   // Returns, with the value's `bytes` in `value`, once the kernel launched on `stream` has
-  // handed them over. Spins briefly (the value arrives before the kernel has finished
-  // retiring), then falls back to cudaStreamSynchronize; a failed stream throws
-  // tally::cuda_error.
+  // handed them over. Spins (the value arrives before the kernel has finished retiring);
+  // after 0.2 ms it blocks in cudaStreamSynchronize only under cudaDeviceScheduleBlockingSync.
+  // A failed stream throws tally::cuda_error.
   void take(cudaStream_t stream, void* value, std::size_t bytes) const;
 
  private:
