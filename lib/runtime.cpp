@@ -389,8 +389,8 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
   // schedule the application gave the device: cudaDeviceScheduleBlockingSync blocks in
   // cudaStreamSynchronize; any other keeps spinning, yielding the core between rounds, as
   // cudaStreamSynchronize itself spins under those schedules, but returns as soon as the
-  // value lands, microseconds before the kernel retires (a synchronize added 2-20 us to
-  // kernels of 0.2-0.7 ms on the H100, benchmarks/RESULTS.md).
+  // value lands, before the kernel retires (on the H100 the xyz sums at 2^26, a 0.26 ms
+  // kernel, came back 3-4 us sooner; benchmarks/RESULTS.md).
   const std::size_t words = (bytes + 3) / 4;  // 4 bytes of the value per word
   using clock = std::chrono::steady_clock;
   constexpr auto quiet_us = std::chrono::microseconds(50);
