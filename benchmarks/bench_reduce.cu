@@ -39,9 +39,10 @@
 //                             that first loads the one value it hands over from the rotated
 //                             input of N floats, at a position drawn anew for every call (so
 //                             that most loads miss the L2): a launch that waits for memory once.
-//                             No reduction of N values of T returns sooner than this plus
-//                             N * sizeof(T) bytes at the best bandwidth any kernel reaches
-//                             (scripts/bench_report.py prints that bound)
+//                             Where launch costs and kernel time add up (they did on the
+//                             H100, docs/benchmarks.md), no reduction of N values of T
+//                             returns sooner than this plus N * sizeof(T) bytes at the best
+//                             bandwidth any kernel reaches (bench_report.py prints that bound)
 //
 // Counters: GBps (N * sizeof(T) bytes / time, 1e9 bytes per second) and N. Each benchmark
 // runs 5 repetitions of about 0.05 s of wall time each (register_family) and reports
