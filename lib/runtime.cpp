@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <cstdio>
 #include <string>
@@ -397,19 +398,17 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
   constexpr auto spin_us = std::chrono::microseconds(200);
   const auto start = clock::now();
   bool done = false;
-  bool may_block = false;
-  bool schedule_known = false;
+  std::optional<bool> blocks;  // asked of the device's schedule once the wait passes spin_us
   while (!done) {
     for (int spin = 0; spin < 2048 && !done; ++spin) done = handed_over(words);
     if (done) break;
     const auto waited = clock::now() - start;
-    if (waited > spin_us && !schedule_known) {
+    if (waited > spin_us && !blocks) {
       unsigned int flags = 0;
       TALLY_CUDA_CHECK(cudaGetDeviceFlags(&flags));
-      may_block = (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
-      schedule_known = true;
+      blocks = (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
     }
-    if (may_block) {
+    if (blocks.value_or(false)) {
       TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
       done = handed_over(words);
       if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a value
@@ -420,7 +419,7 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
         done = handed_over(words);
         if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);
       }
-      if (schedule_known) std::this_thread::yield();
+      if (blocks) std::this_thread::yield();  // past spin_us
     }
   }
   std::atomic_thread_fence(std::memory_order_acquire);

@@ -459,6 +459,12 @@ TEST_F(device_interop, reduce_returns_its_own_value_however_long_it_waits) {
   unsigned int flags_before = 0;
   TEST_CUDA(cudaGetDeviceFlags(&flags_before));
   const unsigned int schedule_before = flags_before & cudaDeviceScheduleMask;
+  // Puts the schedule back however the test ends (a failed ASSERT returns early), so that the
+  // tests after it run under the schedule they were started with.
+  struct schedule_restorer {
+    unsigned int schedule;
+    ~schedule_restorer() { EXPECT_EQ(cudaSetDeviceFlags(schedule), cudaSuccess) << "restoring the device schedule"; }
+  } restore{schedule_before};
   cudaStream_t stream;
   TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto policy = tally::device.on(stream);
@@ -487,7 +493,6 @@ TEST_F(device_interop, reduce_returns_its_own_value_however_long_it_waits) {
       EXPECT_EQ(got.high, want.high) << "round " << round << ", " << cycles << " cycles, n " << v.size();
     }
   }
-  TEST_CUDA(cudaSetDeviceFlags(schedule_before));
   TEST_CUDA(cudaStreamDestroy(stream));
 }
 
