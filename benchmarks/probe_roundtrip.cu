@@ -1,8 +1,8 @@
 // A probe, not part of the benchmark suite: where a round trip (one call that returns a float
-// sum to the host) could still lose time at 2^20-2^24, against designs that combine the tile
+// sum to the host) could still lose time at 2^14-2^24, against designs that combine the tile
 // partials differently. Every probe kernel reads the input as tally's plan does at these
-// sizes (tiles of 8192 floats: 256 threads, eight 16-byte evict-first loads each, one tile a
-// block) and reduces each tile in the block; then:
+// sizes (tiles of 8192 floats: 256 threads, eight 16-byte loads each, evict-first where
+// tally's are (streams_reads), one tile a block) and reduces each tile in the block; then:
 //   host_fold   each block writes its tile's sum straight into mapped pinned host memory
 //               (one 8-byte word: the call's epoch in the high half, the float's bits in the
 //               low half, one relaxed system-scope store); the host waits for every word of
@@ -47,16 +47,8 @@ constexpr int threads = 256;
 constexpr int loads = 8;
 constexpr std::size_t tile_floats = std::size_t(threads) * loads * 4;
 
-// The sum of one tile, in thread 0.
-__device__ __forceinline__ float tile_sum(const float* in, std::size_t tile) {
-  const uint4* p = reinterpret_cast<const uint4*>(in + tile * tile_floats);
-  uint4 r[loads];
-#pragma unroll
-  for (int u = 0; u < loads; ++u) r[u] = __ldcs(p + u * threads + threadIdx.x);
-  float acc = 0.0f;
-#pragma unroll
-  for (int u = 0; u < loads; ++u)
-    acc += (__uint_as_float(r[u].x) + __uint_as_float(r[u].y)) + (__uint_as_float(r[u].z) + __uint_as_float(r[u].w));
+// The sum of every thread's acc, in thread 0: warp trees, then warp 0 over the warps' sums.
+__device__ __forceinline__ float block_sum(float acc) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
   __shared__ float warp_sums[threads / 32];
@@ -71,18 +63,33 @@ __device__ __forceinline__ float tile_sum(const float* in, std::size_t tile) {
   return acc;
 }
 
-__global__ void __launch_bounds__(threads) sums_to_host(const float* in, unsigned epoch, unsigned long long* words) {
+// The sum of one tile, in thread 0.
+__device__ __forceinline__ float tile_sum(const float* in, std::size_t tile, bool streaming) {
+  const uint4* p = reinterpret_cast<const uint4*>(in + tile * tile_floats);
+  uint4 r[loads];
+#pragma unroll
+  for (int u = 0; u < loads; ++u) r[u] = tally::detail::read_16_bytes(p + u * threads + threadIdx.x, streaming);
+  float acc = 0.0f;
+#pragma unroll
+  for (int u = 0; u < loads; ++u)
+    acc += (__uint_as_float(r[u].x) + __uint_as_float(r[u].y)) + (__uint_as_float(r[u].z) + __uint_as_float(r[u].w));
+  return block_sum(acc);
+}
+
+__global__ void __launch_bounds__(threads)
+    sums_to_host(const float* in, bool streaming, unsigned epoch, unsigned long long* words) {
   tally::detail::wait_for_prior_grid();
-  const float s = tile_sum(in, blockIdx.x);
+  const float s = tile_sum(in, blockIdx.x, streaming);
   if (threadIdx.x == 0)
     cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(words[blockIdx.x])
         .store((static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(s), cuda::std::memory_order_relaxed);
 }
 
 __global__ void __launch_bounds__(threads)
-    sums_by_ticket(const float* in, float* sums, unsigned* ticket, float* out, tally::detail::host_handoff* handoff) {
+    sums_by_ticket(const float* in, bool streaming, float* sums, unsigned* ticket, float* out,
+                   tally::detail::host_handoff* handoff) {
   tally::detail::wait_for_prior_grid();
-  const float s = tile_sum(in, blockIdx.x);
+  const float s = tile_sum(in, blockIdx.x, streaming);
   __shared__ bool last;
   if (threadIdx.x == 0) {
     sums[blockIdx.x] = s;
@@ -94,15 +101,9 @@ __global__ void __launch_bounds__(threads)
   __threadfence();
   float acc = 0.0f;
   for (unsigned b = threadIdx.x; b < gridDim.x; b += threads) acc += __ldcg(sums + b);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-  __shared__ float warp_sums[threads / 32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_sums[warp] = acc;
-  __syncthreads();
+  // block_sum's shared words are free again: tile_sum's last reads came before the barrier above.
+  const float total = block_sum(acc);
   if (threadIdx.x == 0) {
-    float total = 0.0f;
-    for (int w = 0; w < threads / 32; ++w) total += warp_sums[w];
     *ticket = 0;
     tally::detail::publish(out, total, handoff);
   }
@@ -143,9 +144,10 @@ int main() {
   float* out = nullptr;
   BENCH_CUDA_CHECK(cudaMalloc(&out, sizeof(float)));
 
-  for (int log2n : {20, 21, 22, 23, 24}) {
+  for (int log2n : {14, 16, 18, 20, 21, 22, 23, 24}) {
     const std::size_t n = std::size_t(1) << log2n;
     const unsigned tiles = static_cast<unsigned>(n / tile_floats);
+    const bool streaming = tally::detail::streams_reads(n * sizeof(float), bench::l2_cache_bytes());
     bench::rotating_input input(n, 0x7A11'0000ull + n);
     std::vector<float> host(n);
     BENCH_CUDA_CHECK(cudaMemcpy(host.data(), input.first(), n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -171,7 +173,7 @@ int main() {
       if (kind == thrust_kind) return thrust::reduce(thrust::cuda::par.on(stream), in, in + n, 0.0f);
       if (kind == ticket_kind) {
         tally::detail::result_slot slot;
-        tally::detail::launch_kernel<sums_by_ticket>(tiles, threads, stream, device, in, sums, ticket,
+        tally::detail::launch_kernel<sums_by_ticket>(tiles, threads, stream, device, in, streaming, sums, ticket,
                                                      static_cast<float*>(nullptr), slot.handoff());
         float v = 0.0f;
         slot.take(stream, &v, sizeof(v));
@@ -179,7 +181,7 @@ int main() {
       }
       // host_fold
       epoch = epoch == 0xffffffffu ? 1u : epoch + 1u;
-      tally::detail::launch_kernel<sums_to_host>(tiles, threads, stream, device, in, epoch, words);
+      tally::detail::launch_kernel<sums_to_host>(tiles, threads, stream, device, in, streaming, epoch, words);
       const volatile unsigned long long* w = words;
       float total = 0.0f;
       for (unsigned b = 0; b < tiles; ++b) {
@@ -224,14 +226,16 @@ int main() {
                   percentile(t[kind], 0.1), percentile(t[kind], 0.9), right ? "" : "  WRONG ANSWER");
     }
     std::printf("N=2^%d thrust / tally %.3fx; 2.5x thrust needs %.2f us\n", log2n,
-                percentile(t[thrust_kind], 0.5) / percentile(t[tally_kind], 0.5), percentile(t[thrust_kind], 0.5) / 2.5);
+                percentile(t[thrust_kind], 0.5) / percentile(t[tally_kind], 0.5),
+                percentile(t[thrust_kind], 0.5) / 2.5);
     // Device time of back-to-back calls (events, held stream), tally::reduce_into and the ticket.
     const double device_tally = bench::median_device_us(stream, 20, 41, [&] {
       const float* in = input.next();
       tally::reduce_into(policy, in, in + n, out, 0.0f, tally::plus<float>{});
     });
     const double device_ticket = bench::median_device_us(stream, 20, 41, [&] {
-      tally::detail::launch_kernel<sums_by_ticket>(tiles, threads, stream, device, input.next(), sums, ticket, out,
+      tally::detail::launch_kernel<sums_by_ticket>(tiles, threads, stream, device, input.next(), streaming, sums,
+                                                   ticket, out,
                                                    static_cast<tally::detail::host_handoff*>(nullptr));
     });
     float ticket_total = 0.0f;
