@@ -11,15 +11,6 @@ bad_alloc::bad_alloc(cudaError_t code, const std::string& what_failed) : message
 
 namespace detail {
 
-void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
-  // The file's base name is enough to find the call and keeps build paths out of messages.
-  std::string where = file;
-  const auto slash = where.find_last_of('/');
-  if (slash != std::string::npos) where = where.substr(slash + 1);
-  throw cuda_error(code, std::string("tally: ") + call + " failed: " + cudaGetErrorString(code) + " (" +
-                             cudaGetErrorName(code) + ") at " + where + ":" + std::to_string(line));
-}
-
 void throw_allocation_error(cudaError_t code, const char* what, std::size_t bytes) {
   const std::string message = std::string("tally: could not allocate ") + what + " (" + std::to_string(bytes) +
                               " bytes): " + cudaGetErrorString(code) + " (" + cudaGetErrorName(code) + ")";

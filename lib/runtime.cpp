@@ -2,18 +2,20 @@
 
 #include "tally/error.cuh"
 
+#include <cuda.h>  // the driver's context types, for the two entry points below
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
-#include <cstdio>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -31,48 +33,48 @@ class relaxed_capture_mode {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-// Frees what the pools hold when the process exits. The pools are function-local statics
-// made after the CUDA runtime started, so they are destroyed before it shuts down.
-template <class Free>
-void free_quietly(void* p, Free free_fn) {
-  if (p) free_fn(p);
-}
+// ---- contexts -------------------------------------------------------------------------------
+// The runtime API does not say which context it runs in; the driver does, and gives each
+// context an id never reused in the process (cuCtxGetId, CUDA 12.0). The two entry points are
+// fetched through the runtime, so that tally links no driver library of its own.
+using ctx_get_current_fn = CUresult (*)(CUcontext*);
+using ctx_get_id_fn = CUresult (*)(CUcontext, unsigned long long*);
 
-struct properties_cache {
-  std::mutex mutex;
-  std::map<int, std::unique_ptr<device_properties>> by_device;
+struct driver_entry_points {
+  ctx_get_current_fn get_current = nullptr;
+  ctx_get_id_fn get_id = nullptr;
 };
 
-properties_cache& props_cache() {
-  static auto* cache = new properties_cache;  // never destroyed: used until process exit
-  return *cache;
-}
-
-struct scratch_entry {
-  unsigned long long stream_id;  // 0 while unknown (made during a capture); see stream_id
-  stream_scratch scratch;
-};
-
-// (device, handle, thread): the thread only for cudaStreamPerThread, a handle that names a
-// different stream on every host thread.
-using scratch_key = std::tuple<int, cudaStream_t, const void*>;
-
-struct scratch_pool {
-  std::mutex mutex;
-  std::map<scratch_key, scratch_entry> entries;
-  ~scratch_pool() {
-    for (auto& [key, entry] : entries) {
-      cudaSetDevice(std::get<0>(key));
-      free_quietly(entry.scratch.control, cudaFree);
-    }
+void* driver_function(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found);
+#else
+  const cudaError_t status = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found);
+#endif
+  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
   }
-};
-
-scratch_pool& pool() {
-  static scratch_pool p;
-  return p;
+  return fn;
 }
 
+const driver_entry_points& driver() {
+  static const driver_entry_points points = [] {
+    driver_entry_points p;
+    p.get_current = reinterpret_cast<ctx_get_current_fn>(driver_function("cuCtxGetCurrent"));
+    p.get_id = reinterpret_cast<ctx_get_id_fn>(driver_function("cuCtxGetId"));
+    return p;
+  }();
+  return points;
+}
+
+// The id of the context this thread last ran a call in (0: none yet); thread-local caches
+// of CUDA facts compare it with the id they were filled under.
+thread_local unsigned long long thread_context = 0;
+
+// ---- the pools --------------------------------------------------------------------------------
 // The test hook's count of allocations still to fail (fail_next_allocations).
 std::atomic<int> injected_allocation_failures{0};
 
@@ -111,26 +113,135 @@ cudaError_t allocate_pinned(void** memory, std::size_t bytes) {
   return status;
 }
 
-// Frees device memory when a later step of making a pool entry throws.
-struct device_memory_guard {
-  void* memory;
-  ~device_memory_guard() { free_quietly(memory, cudaFree); }
+// Frees device memory of a live context. cudaFree waits for the device to finish its work
+// first ("cudaFree ... synchronizes", CUDA programming guide, implicit synchronization), so
+// no kernel still uses the block. Errors are dropped: the memory is given up either way.
+void free_device_block(void* memory) {
+  if (!memory) return;
+  relaxed_capture_mode relaxed;
+  if (cudaFree(memory) != cudaSuccess) cudaGetLastError();
+}
+
+struct scratch_entry {
+  std::mutex lock;  // held by the lease of the call that is enqueuing on the stream
+  int device = 0;
+  unsigned long long context = 0;
+  unsigned long long stream_id = 0;
+  void* memory = nullptr;
+  std::size_t bytes = 0;
+  unsigned int epoch = 0;      // the last call's
+  bool needs_zeroing = false;  // a call's launches did not all succeed
+  int leases = 0;              // calls holding it (under the pool's mutex)
+  bool dropped = false;        // removed from the pool while leased: the last lease deletes it
+  std::uint64_t last_use = 0;
 };
 
-// A stream's unique id, or 0 while the stream is being captured. The handle alone does not
-// say which stream it is: the driver hands a destroyed stream's handle to the next stream
-// created, even while the destroyed stream's kernels are still running (seen on an H100
-// with CUDA 13), and a pool that trusted the handle would give the new stream scratch those
-// kernels are still using. Ids are never reused in a context. cudaStreamGetId on a stream
-// being captured fails and invalidates the capture, so then the handle is trusted: the
-// stream is live, and the graph runs later.
+using scratch_key = std::pair<unsigned long long, unsigned long long>;  // (context, stream id)
+
+struct scratch_pool {
+  std::mutex mutex;
+  std::map<scratch_key, std::unique_ptr<scratch_entry>> entries;
+  std::uint64_t clock = 0;
+};
+
+// Never destroyed: a pool freed at process exit could run after CUDA has shut down, or
+// after a reset ended the context its memory belonged to. The process's end frees it all.
+scratch_pool& pool() {
+  static auto* p = new scratch_pool;
+  return *p;
+}
+
+constexpr std::size_t slot_bytes = (sizeof(host_handoff) + 63) / 64 * 64;  // whole cache lines
+constexpr std::size_t slots_per_slab = 64;
+
+struct slab {
+  void* memory = nullptr;
+  unsigned long long context = 0;  // the context that allocated it: a reset of it frees the slab
+  std::size_t in_use = 0;
+};
+
+struct slot_pool {
+  std::mutex mutex;
+  std::vector<slab> slabs;
+  std::vector<void*> free_slots;
+};
+
+slot_pool& slots() {
+  static auto* p = new slot_pool;
+  return *p;
+}
+
+slab* slab_of(slot_pool& p, const void* slot) {
+  for (slab& s : p.slabs) {
+    const char* begin = static_cast<const char*>(s.memory);
+    if (slot >= begin && slot < begin + slot_bytes * slots_per_slab) return &s;
+  }
+  return nullptr;
+}
+
+// The context each device ran in when last seen; a new one means the old one was reset.
+struct context_registry {
+  std::mutex mutex;
+  std::map<int, unsigned long long> by_device;
+};
+context_registry& contexts() {
+  static auto* r = new context_registry;
+  return *r;
+}
+
+// Forgets what the pools made in a context that has ended. Its memory ended with it, so
+// nothing is freed; an entry a call still holds is deleted by that call's lease.
+void forget_context(unsigned long long context) {
+  {
+    auto& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (auto it = p.entries.begin(); it != p.entries.end();) {
+      if (it->first.first != context) {
+        ++it;
+        continue;
+      }
+      if (it->second->leases > 0) {
+        it->second->dropped = true;
+        it->second->memory = nullptr;
+        it->second.release();  // the lease owns it now
+      }
+      it = p.entries.erase(it);
+    }
+  }
+  auto& s = slots();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<void*> kept;
+  for (void* slot : s.free_slots) {
+    const slab* owner = slab_of(s, slot);
+    if (owner && owner->context != context) kept.push_back(slot);
+  }
+  s.free_slots.swap(kept);
+  s.slabs.erase(std::remove_if(s.slabs.begin(), s.slabs.end(), [&](const slab& b) { return b.context == context; }),
+                s.slabs.end());
+}
+
+bool context_is_live(int device, unsigned long long context) {
+  auto& r = contexts();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto found = r.by_device.find(device);
+  return found != r.by_device.end() && found->second == context;
+}
+
+// A stream's unique id, which tells a new stream from a destroyed one that had the same
+// handle (the driver hands a destroyed stream's handle to the next stream created). For
+// cudaStreamPerThread it is the calling thread's own stream.
 unsigned long long stream_id(cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  TALLY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone) return 0;
   unsigned long long id = 0;
-  TALLY_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  check_cuda_call(cudaStreamGetId(stream, &id), "asking the id of the policy's stream (cudaStreamGetId)");
   return id;
+}
+
+bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda_call(cudaStreamIsCapturing(stream, &capture), "asking whether the policy's stream is being captured");
+  if (capture == cudaStreamCaptureStatusInvalidated)
+    throw_cuda_failure(cudaErrorStreamCaptureInvalidated, "enqueuing on a stream whose capture was invalidated");
+  return capture == cudaStreamCaptureStatusActive;
 }
 
 // A kernel launched on a stream of another device fails with "invalid resource handle",
@@ -141,64 +252,160 @@ void check_stream_device(cudaStream_t stream, int device) {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
 #if CUDART_VERSION >= 12080
   int owner = device;
-  TALLY_CUDA_CHECK(cudaStreamGetDevice(stream, &owner));
+  check_cuda_call(cudaStreamGetDevice(stream, &owner), "asking the device of the policy's stream");
   if (owner != device) {
-    throw std::invalid_argument("tally: the policy's stream belongs to device " + std::to_string(owner) +
-                                " but the current device is " + std::to_string(device) +
-                                "; call cudaSetDevice(" + std::to_string(owner) +
-                                ") first, or use a stream of the current device");
+    throw_invalid_argument(current_algorithm() ? current_algorithm() : "device",
+                           "the policy's stream belongs to device " + std::to_string(owner) +
+                               " but the current device is " + std::to_string(device) + "; call cudaSetDevice(" +
+                               std::to_string(owner) + ") first, or use a stream of the current device");
   }
 #endif
 }
 
-// Makes a zeroed scratch block; the caller owns it. Throws tally::bad_alloc when memory is
-// short, leaving nothing allocated.
-stream_scratch make_scratch(int device, cudaStream_t stream) {
-  const std::size_t bytes = control_bytes + max_tiles * partial_cell_bytes;
-  device_memory_guard memory{nullptr};
-  const cudaError_t allocated = allocate_device(&memory.memory, bytes);
+// Makes a zeroed block of `bytes` on the current device; the caller owns it. Throws
+// tally::bad_alloc when memory is short, leaving nothing allocated. Zeroed on a private
+// stream: a memset on the caller's stream could be swallowed by a graph capture, and one on
+// the legacy stream would break that capture.
+void* make_zeroed_block(int device, std::size_t bytes) {
+  void* memory = nullptr;
+  const cudaError_t allocated = allocate_device(&memory, bytes);
   if (allocated != cudaSuccess) {
-    char handle[32];
-    std::snprintf(handle, sizeof handle, "%p", static_cast<void*>(stream));
-    const std::string what = std::string("the scratch of stream ") + handle + " on device " + std::to_string(device);
+    const std::string what = "scratch for a stream on device " + std::to_string(device);
     throw_allocation_error(allocated, what.c_str(), bytes);
   }
-  // Zero it all on a private stream: a memset on the caller's stream could be
-  // swallowed by a graph capture, and one on the legacy stream would break that capture.
+  relaxed_capture_mode relaxed;
   cudaStream_t init_stream = nullptr;
-  TALLY_CUDA_CHECK(cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking));
-  const cudaError_t set = cudaMemsetAsync(memory.memory, 0, bytes, init_stream);
-  const cudaError_t synced = cudaStreamSynchronize(init_stream);
-  cudaStreamDestroy(init_stream);
-  TALLY_CUDA_CHECK(set);
-  TALLY_CUDA_CHECK(synced);
-  stream_scratch scratch;
-  scratch.control = static_cast<unsigned int*>(memory.memory);
-  scratch.partials = static_cast<char*>(memory.memory) + control_bytes;
-  memory.memory = nullptr;  // the caller owns it now
-  return scratch;
+  cudaError_t status = cudaStreamCreateWithFlags(&init_stream, cudaStreamNonBlocking);
+  if (status == cudaSuccess) {
+    status = cudaMemsetAsync(memory, 0, bytes, init_stream);
+    const cudaError_t synced = cudaStreamSynchronize(init_stream);
+    if (status == cudaSuccess) status = synced;
+    cudaStreamDestroy(init_stream);
+  }
+  if (status != cudaSuccess) {
+    cudaFree(memory);
+    throw_cuda_failure(status, "zeroing new scratch");
+  }
+  return memory;
 }
 
-constexpr std::size_t slot_bytes = (sizeof(host_handoff) + 63) / 64 * 64;  // whole cache lines
-constexpr std::size_t slots_per_slab = 64;
+// Scratch blocks are allocated in powers of two from 16 KiB, so that a stream's block grows
+// at most a few times (each growth waits for the device, in cudaFree).
+std::size_t block_bytes_for(std::size_t needed) {
+  std::size_t bytes = 16384;
+  while (bytes < needed) bytes *= 2;
+  return bytes;
+}
 
-struct slot_pool {
-  std::mutex mutex;
-  std::vector<void*> free_slots;
-  std::vector<void*> slabs;
-  ~slot_pool() {
-    for (void* slab : slabs) free_quietly(slab, cudaFreeHost);
+// Frees the least recently used entries of `context` that no call holds, until at most
+// max_scratch_entries remain. Under the pool's mutex.
+void evict_beyond_limit(scratch_pool& p, unsigned long long context) {
+  for (;;) {
+    std::size_t count = 0;
+    auto victim = p.entries.end();
+    for (auto it = p.entries.begin(); it != p.entries.end(); ++it) {
+      if (it->first.first != context) continue;
+      ++count;
+      if (it->second->leases == 0 && (victim == p.entries.end() || it->second->last_use < victim->second->last_use))
+        victim = it;
+    }
+    if (count <= max_scratch_entries || victim == p.entries.end()) return;
+    free_device_block(victim->second->memory);
+    p.entries.erase(victim);
+  }
+}
+
+// The entries this thread made for its per-thread default stream: freed when it exits.
+struct per_thread_entries {
+  std::vector<scratch_key> keys;
+  ~per_thread_entries() {
+    for (const scratch_key& key : keys) {
+      auto& p = pool();
+      std::unique_ptr<scratch_entry> gone;
+      {
+        std::lock_guard<std::mutex> lock(p.mutex);
+        auto found = p.entries.find(key);
+        if (found == p.entries.end() || found->second->leases > 0) continue;
+        gone = std::move(found->second);
+        p.entries.erase(found);
+      }
+      if (context_is_live(gone->device, gone->context)) free_device_block(gone->memory);
+    }
   }
 };
+thread_local per_thread_entries this_threads_entries;
 
-slot_pool& slots() {
-  static slot_pool p;
-  return p;
+std::atomic<unsigned int> fold_wait{default_fold_wait_ns};
+
+thread_local const char* running_algorithm = nullptr;
+
+bool loses_the_context(cudaError_t code) {
+  switch (code) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string remedy_for(cudaError_t code) {
+  if (loses_the_context(code))
+    return "the CUDA context is lost with all its memory and streams; find the kernel that failed (compute-sanitizer "
+           "names it), then restart the process or call cudaDeviceReset()";
+  switch (code) {
+    case cudaErrorMemoryAllocation:
+      return "free device memory, or call tally::release_scratch() to hand back what tally holds";
+    case cudaErrorInvalidResourceHandle:
+      return "the policy's stream was destroyed or belongs to another device; pass a live stream of the current device";
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorStreamCaptureWrongThread:
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureUnmatched:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureMerge:
+      return "the call met a stream capture it cannot take part in (legacy-stream work during a capture, or a "
+             "capture already invalidated); capture on a stream created by the application, and see "
+             "docs/lifecycle.md";
+    case cudaErrorNoDevice:
+    case cudaErrorInvalidDevice:
+      return "check that a CUDA device is present and that cudaSetDevice named one";
+    default:
+      return "check the CUDA state the application left (docs/errors.md says what tally does with errors left pending)";
+  }
 }
 
 }  // namespace
 
-stream_scratch find_or_make_scratch(int device, cudaStream_t stream, unsigned long long id);
+// ---- errors ---------------------------------------------------------------------------------
+
+// The outermost scope names the call: tally::min_element runs through reduce's code, and
+// its errors should say min_element.
+algorithm_scope::algorithm_scope(const char* algorithm) noexcept : previous_(running_algorithm) {
+  if (!previous_) running_algorithm = algorithm;
+}
+algorithm_scope::~algorithm_scope() { running_algorithm = previous_; }
+const char* current_algorithm() noexcept { return running_algorithm; }
+
+void throw_cuda_failure(cudaError_t code, const char* action) {
+  cudaGetLastError();  // the failed call recorded `code` as the thread's last error: tally reports it here
+  const char* algorithm = current_algorithm();
+  const std::string who = algorithm ? std::string("tally::") + algorithm : std::string("tally");
+  throw cuda_error(code, who + ": " + action + " failed with " + cudaGetErrorName(code) + " (" +
+                             cudaGetErrorString(code) + "); " + remedy_for(code) + ".");
+}
+
+// ---- devices and contexts -------------------------------------------------------------------
 
 int current_device() {
   // Once a device has been seen the count cannot drop to zero, so later calls skip asking.
@@ -209,14 +416,48 @@ int current_device() {
     if (status != cudaSuccess || count == 0) {
       cudaGetLastError();  // leave no sticky-looking error behind for the caller
       const cudaError_t reported = status == cudaSuccess ? cudaErrorNoDevice : status;
-      throw cuda_error(reported, std::string("tally: no CUDA device is available for a device policy (") +
-                                     cudaGetErrorName(reported) + "); use tally::host for host data");
+      const char* algorithm = current_algorithm();
+      throw cuda_error(reported, std::string(algorithm ? "tally::" : "tally") + (algorithm ? algorithm : "") +
+                                     ": no CUDA device is available for a device policy (" +
+                                     cudaGetErrorName(reported) + "); use tally::host for host data.");
     }
     device_seen.store(true, std::memory_order_relaxed);
   }
   int device = 0;
-  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  check_cuda_call(cudaGetDevice(&device), "asking the current device");
   return device;
+}
+
+unsigned long long current_context(int device) {
+  const driver_entry_points& d = driver();
+  CUcontext context = nullptr;
+  if (d.get_current) d.get_current(&context);
+  if (!context) {
+    // No context is current on this thread yet: the runtime makes the device's primary
+    // context current on its first call that needs one.
+    relaxed_capture_mode relaxed;
+    check_cuda_call(cudaFree(nullptr), "starting the device's CUDA context");
+    if (d.get_current) d.get_current(&context);
+  }
+  unsigned long long id = reinterpret_cast<std::uintptr_t>(context);
+  if (context && d.get_id) {
+    unsigned long long unique = 0;
+    if (d.get_id(context, &unique) == CUDA_SUCCESS) id = unique + 1;  // never 0
+  }
+  if (id == thread_context) return id;  // this thread's last context: nothing to learn
+  unsigned long long ended = 0;
+  {
+    auto& r = contexts();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    unsigned long long& known = r.by_device[device];
+    if (known != id) {
+      ended = known;
+      known = id;
+    }
+  }
+  if (ended != 0) forget_context(ended);
+  thread_context = id;
+  return id;
 }
 
 const device_properties& properties(int device) {
@@ -226,114 +467,187 @@ const device_properties& properties(int device) {
   if (device >= 0 && device < fast_devices) {
     if (const auto* known = fast[device].load(std::memory_order_acquire)) return *known;
   }
-  auto& cache = props_cache();
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  auto& entry = cache.by_device[device];
+  static std::mutex mutex;
+  static auto* by_device = new std::map<int, std::unique_ptr<device_properties>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = (*by_device)[device];
   if (!entry) {
     auto props = std::make_unique<device_properties>();
     props->ordinal = device;
     int value = 0;
-    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device));
-    props->multiprocessors = value;
-    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrL2CacheSize, device));
-    props->l2_bytes = value;
-    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrPageableMemoryAccess, device));
-    props->pageable_memory_access = value != 0;
-    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
-    props->programmatic_launch = value >= 9;
+    const auto attribute = [&](cudaDeviceAttr which) {
+      check_cuda_call(cudaDeviceGetAttribute(&value, which, device), "asking the device's attributes");
+      return value;
+    };
+    props->multiprocessors = attribute(cudaDevAttrMultiProcessorCount);
+    props->l2_bytes = attribute(cudaDevAttrL2CacheSize);
+    props->pageable_memory_access = attribute(cudaDevAttrPageableMemoryAccess) != 0;
+    props->concurrent_managed_access = attribute(cudaDevAttrConcurrentManagedAccess) != 0;
+    props->programmatic_launch = attribute(cudaDevAttrComputeCapabilityMajor) >= 9;
     entry = std::move(props);
   }
   if (device >= 0 && device < fast_devices) fast[device].store(entry.get(), std::memory_order_release);
   return *entry;
 }
 
+namespace {
+cudaMemoryType memory_type_of(const void* p) {
+  cudaPointerAttributes attributes{};
+  check_cuda_call(cudaPointerGetAttributes(&attributes, p), "asking what memory a pointer refers to");
+  return attributes.type;
+}
+}  // namespace
+
 bool is_device_accessible(const void* p, const device_properties& props) {
-  // Addresses already found to be device allocations are remembered per thread: under
-  // unified addressing they lie in CUDA's reserved range and never become ordinary host
-  // memory, so the answer holds. Pinned host memory is not remembered: once freed, malloc
-  // may hand its address out again.
+  // Addresses already found to be device allocations are remembered per thread, for the
+  // context they were found in: under unified addressing they lie in CUDA's reserved range
+  // while it lives. Pinned host memory is not remembered: once freed, malloc may hand its
+  // address out again.
   constexpr int remembered = 16;
   thread_local const void* known[remembered] = {};
   thread_local int next = 0;
+  thread_local unsigned long long known_context = 0;
+  if (known_context != thread_context) {
+    for (auto& k : known) k = nullptr;
+    known_context = thread_context;
+  }
   for (const void* k : known)
     if (k == p) return true;
-  cudaPointerAttributes attributes{};
-  TALLY_CUDA_CHECK(cudaPointerGetAttributes(&attributes, p));
-  if (attributes.type == cudaMemoryTypeUnregistered) return props.pageable_memory_access;
-  if (attributes.type != cudaMemoryTypeDevice) return true;
+  const cudaMemoryType type = memory_type_of(p);
+  if (type == cudaMemoryTypeUnregistered) return props.pageable_memory_access;
+  if (type != cudaMemoryTypeDevice) return true;
   known[next] = p;
   next = (next + 1) % remembered;
   return true;
 }
 
+bool needs_idle_device_for_host_access(const void* p, const device_properties& props) {
+  if (props.concurrent_managed_access) return false;
+  return memory_type_of(p) == cudaMemoryTypeManaged;
+}
+
 void check_stream_of_device(cudaStream_t stream, int device) {
   thread_local cudaStream_t last_stream = nullptr;
   thread_local int last_device = -1;
-  if (stream == last_stream && device == last_device) return;
+  thread_local unsigned long long last_context = 0;
+  if (stream == last_stream && device == last_device && last_context == thread_context) return;
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  TALLY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone) return;
+  if (is_capturing(stream)) return;
   check_stream_device(stream, device);
   last_stream = stream;
   last_device = device;
+  last_context = thread_context;
 }
 
-stream_scratch scratch_for(int device, cudaStream_t stream) {
-  // The last entry this thread used, checked without the lock, by id: the same handle may
-  // name a newer stream now. While capturing (no id) the pool is asked instead, since this
-  // thread's entry may be one the pool has freed since.
-  thread_local int last_device = -1;
-  thread_local unsigned long long last_id = 0;
-  thread_local stream_scratch last_scratch;
+// ---- scratch --------------------------------------------------------------------------------
+
+scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes) : stream_(stream) {
+  const std::size_t needed = control_bytes + partial_bytes;
+  const unsigned long long context = current_context(device);
+  if (is_capturing(stream)) {
+    // The graph's own block: a graph memory node, zeroed by a memset node, freed by a free
+    // node after the call's kernels. A graph holding memory nodes has at most one executable
+    // graph at a time, and launches of one executable graph run one after another, so no two
+    // kernels ever share it.
+    void* memory = nullptr;
+    check_cuda_call(cudaMallocAsync(&memory, needed, stream), "allocating scratch inside a stream capture (cudaMallocAsync)");
+    const cudaError_t zeroed = cudaMemsetAsync(memory, 0, needed, stream);
+    if (zeroed != cudaSuccess) {
+      cudaFreeAsync(memory, stream);
+      throw_cuda_failure(zeroed, "zeroing scratch inside a stream capture");
+    }
+    scratch_.control = static_cast<unsigned int*>(memory);
+    scratch_.partials = static_cast<char*>(memory) + control_bytes;
+    scratch_.epoch = 1;
+    return;
+  }
   const unsigned long long id = stream_id(stream);
-  if (id != 0 && last_device == device && last_id == id && last_scratch.control) return last_scratch;
-  // Not this thread's last stream: check it is the current device's (skipped while capturing,
-  // where a query could invalidate the capture; the launch then reports it).
-  if (id != 0) check_stream_device(stream, device);
-  const stream_scratch found_scratch = find_or_make_scratch(device, stream, id);
-  if (id != 0) {
-    last_device = device;
-    last_id = id;
-    last_scratch = found_scratch;
+  check_stream_device(stream, device);
+  auto& p = pool();
+  scratch_entry* entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto& slot = p.entries[{context, id}];
+    if (!slot) {
+      slot = std::make_unique<scratch_entry>();
+      slot->device = device;
+      slot->context = context;
+      slot->stream_id = id;
+      if (stream == cudaStreamPerThread) this_threads_entries.keys.push_back({context, id});
+    }
+    entry = slot.get();
+    ++entry->leases;
+    entry->last_use = ++p.clock;
+    evict_beyond_limit(p, context);
   }
-  return found_scratch;
+  entry_ = entry;
+  entry->lock.lock();
+  try {
+    if (entry->bytes < needed) {
+      void* grown = make_zeroed_block(device, block_bytes_for(needed));
+      free_device_block(entry->memory);  // waits for the device: no kernel still uses it
+      entry->memory = grown;
+      entry->bytes = block_bytes_for(needed);
+      entry->needs_zeroing = false;
+    }
+    ++entry->epoch;
+    if (entry->epoch == 0 || entry->needs_zeroing) {
+      // After 2^32 calls the epochs come round again, and after a call whose launches did not
+      // all succeed the arrival words may be dirty: zero the block behind the stream's work.
+      check_cuda_call(cudaMemsetAsync(entry->memory, 0, entry->bytes, stream), "zeroing a stream's scratch");
+      entry->needs_zeroing = false;
+      if (entry->epoch == 0) entry->epoch = 1;
+    }
+  } catch (...) {
+    entry->lock.unlock();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    --entry->leases;
+    entry_ = nullptr;
+    throw;
+  }
+  scratch_.control = static_cast<unsigned int*>(entry->memory);
+  scratch_.partials = static_cast<char*>(entry->memory) + control_bytes;
+  scratch_.epoch = entry->epoch;
 }
 
-stream_scratch find_or_make_scratch(int device, cudaStream_t stream, unsigned long long id) {
-  thread_local const char this_thread = 0;  // its address tells host threads apart
-  const scratch_key key{device, stream, stream == cudaStreamPerThread ? &this_thread : nullptr};
+scratch_lease::~scratch_lease() {
+  if (!entry_) {  // the graph's block: the free node follows the call's kernels
+    if (scratch_.control && cudaFreeAsync(scratch_.control, stream_) != cudaSuccess) cudaGetLastError();
+    return;
+  }
+  auto* entry = static_cast<scratch_entry*>(entry_);
+  if (!launched_) entry->needs_zeroing = true;
+  entry->lock.unlock();
+  std::lock_guard<std::mutex> lock(pool().mutex);
+  if (--entry->leases == 0 && entry->dropped) delete entry;
+}
+
+unsigned int stream_control_word(int device, cudaStream_t stream, int index) {
+  const unsigned long long context = current_context(device);
+  const unsigned long long id = stream_id(stream);
+  scratch_entry* entry = nullptr;
   auto& p = pool();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  auto found = p.entries.find(key);
-  if (found != p.entries.end()) {
-    scratch_entry& entry = found->second;
-    if (id == 0 || entry.stream_id == id) return entry.scratch;
-    if (entry.stream_id == 0) {  // made while this stream was being captured
-      entry.stream_id = id;
-      return entry.scratch;
-    }
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    const auto found = p.entries.find({context, id});
+    if (found == p.entries.end()) return 0;
+    entry = found->second.get();
+    ++entry->leases;
   }
-  relaxed_capture_mode relaxed;
-  const stream_scratch scratch = make_scratch(device, stream);
-  if (found == p.entries.end()) {
-    try {
-      p.entries.emplace(key, scratch_entry{id, scratch});
-    } catch (...) {  // out of host memory: the pool stays as it was
-      cudaFree(scratch.control);
-      throw;
-    }
-    return scratch;
+  unsigned int word = 0;
+  cudaError_t status = cudaSuccess;
+  {
+    std::lock_guard<std::mutex> hold(entry->lock);
+    status = cudaStreamSynchronize(stream);
+    if (status == cudaSuccess && entry->memory)
+      status = cudaMemcpy(&word, static_cast<unsigned int*>(entry->memory) + index, sizeof word, cudaMemcpyDeviceToHost);
   }
-  // A new stream with a destroyed stream's handle: the entry takes the new block, and the
-  // old one is freed. cudaFree synchronizes the device first ("cudaMalloc and cudaFree
-  // cause the GPU to synchronize across all executing streams", CUDA programming guide),
-  // so the destroyed stream's last kernels are done with it. The new block is made first,
-  // so that a failed allocation leaves the pool as it was.
-  const stream_scratch old = found->second.scratch;
-  found->second = scratch_entry{id, scratch};
-  TALLY_CUDA_CHECK(cudaFree(old.control));
-  return scratch;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (--entry->leases == 0 && entry->dropped) delete entry;
+  }
+  check_cuda_call(status, "reading a stream's scratch");
+  return word;
 }
 
 std::size_t scratch_entries() {
@@ -342,10 +656,48 @@ std::size_t scratch_entries() {
   return p.entries.size();
 }
 
-result_slot_counts result_slots() {
-  auto& p = slots();
+std::size_t scratch_bytes() {
+  auto& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
-  return {p.slabs.size(), p.slabs.size() * slots_per_slab, p.free_slots.size()};
+  std::size_t bytes = 0;
+  for (const auto& [key, entry] : p.entries) bytes += entry->bytes;
+  return bytes;
+}
+
+void release_all() {
+  std::vector<std::unique_ptr<scratch_entry>> freed;
+  {
+    auto& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (auto it = p.entries.begin(); it != p.entries.end();) {
+      if (it->second->leases > 0) {
+        ++it;
+        continue;
+      }
+      freed.push_back(std::move(it->second));
+      it = p.entries.erase(it);
+    }
+  }
+  for (const auto& entry : freed)
+    if (context_is_live(entry->device, entry->context)) free_device_block(entry->memory);
+  auto& s = slots();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<slab> kept;
+  for (slab& b : s.slabs) {
+    if (b.in_use > 0) {
+      kept.push_back(b);
+      continue;
+    }
+    const char* begin = static_cast<const char*>(b.memory);
+    s.free_slots.erase(std::remove_if(s.free_slots.begin(), s.free_slots.end(),
+                                      [&](void* slot) {
+                                        return slot >= begin && slot < begin + slot_bytes * slots_per_slab;
+                                      }),
+                       s.free_slots.end());
+    relaxed_capture_mode relaxed;
+    if (cudaFreeHost(b.memory) != cudaSuccess) cudaGetLastError();
+  }
+  s.slabs.swap(kept);
 }
 
 void fail_next_allocations(int count) {
@@ -354,22 +706,36 @@ void fail_next_allocations(int count) {
 
 int pending_allocation_failures() { return injected_allocation_failures.load(std::memory_order_relaxed); }
 
-result_slot::result_slot() : handoff_(nullptr) {
+void set_fold_wait_ns(unsigned int ns) { fold_wait.store(ns, std::memory_order_relaxed); }
+unsigned int fold_wait_ns() { return fold_wait.load(std::memory_order_relaxed); }
+
+// ---- result slots ---------------------------------------------------------------------------
+
+result_slot_counts result_slots() {
+  auto& p = slots();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return {p.slabs.size(), p.slabs.size() * slots_per_slab, p.free_slots.size()};
+}
+
+result_slot::result_slot() : handoff_(nullptr), context_(0) {
+  const int device = current_device();
+  context_ = current_context(device);
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.free_slots.empty()) {
     // Room in the lists first: once the slab is allocated nothing may throw.
     p.slabs.reserve(p.slabs.size() + 1);
     p.free_slots.reserve((p.slabs.size() + 1) * slots_per_slab);
-    void* slab = nullptr;
+    void* memory = nullptr;
     const std::size_t bytes = slot_bytes * slots_per_slab;
-    const cudaError_t allocated = allocate_pinned(&slab, bytes);
+    const cudaError_t allocated = allocate_pinned(&memory, bytes);
     if (allocated != cudaSuccess) throw_allocation_error(allocated, "a slab of pinned result slots", bytes);
-    p.slabs.push_back(slab);
-    for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(slab) + i * slot_bytes);
+    p.slabs.push_back(slab{memory, context_, 0});
+    for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(memory) + i * slot_bytes);
   }
   handoff_ = static_cast<host_handoff*>(p.free_slots.back());
   p.free_slots.pop_back();
+  if (slab* owner = slab_of(p, handoff_)) ++owner->in_use;
   // A slot goes back to the pool only once no kernel will write it: after its value was
   // taken, after a throw before its kernel was launched, or after its stream failed.
   volatile unsigned long long* words = handoff_->word;
@@ -390,8 +756,7 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
   // schedule the application gave the device: cudaDeviceScheduleBlockingSync blocks in
   // cudaStreamSynchronize; any other keeps spinning, yielding the core between rounds, as
   // cudaStreamSynchronize itself spins under those schedules, but returns as soon as the
-  // value lands, before the kernel retires (on the H100 the xyz sums at 2^26, a 0.26 ms
-  // kernel, came back 3-4 us sooner; benchmarks/RESULTS.md).
+  // value lands, before the kernel retires.
   const std::size_t words = (bytes + 3) / 4;  // 4 bytes of the value per word
   using clock = std::chrono::steady_clock;
   constexpr auto quiet_us = std::chrono::microseconds(50);
@@ -399,25 +764,26 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
   const auto start = clock::now();
   bool done = false;
   std::optional<bool> blocks;  // asked of the device's schedule once the wait passes spin_us
+  const char* finished_without_value = "waiting for the result (the kernel finished without handing one over)";
   while (!done) {
     for (int spin = 0; spin < 2048 && !done; ++spin) done = handed_over(words);
     if (done) break;
     const auto waited = clock::now() - start;
     if (waited > spin_us && !blocks) {
       unsigned int flags = 0;
-      TALLY_CUDA_CHECK(cudaGetDeviceFlags(&flags));
+      check_cuda_call(cudaGetDeviceFlags(&flags), "asking the device's schedule flags");
       blocks = (flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
     }
     if (blocks.value_or(false)) {
-      TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
+      check_cuda_call(cudaStreamSynchronize(stream), "waiting for the result on the policy's stream");
       done = handed_over(words);
-      if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);  // finished without a value
+      if (!done) throw_cuda_failure(cudaErrorLaunchFailure, finished_without_value);
     } else if (waited > quiet_us) {
       const cudaError_t status = cudaStreamQuery(stream);
       if (status != cudaErrorNotReady) {
-        TALLY_CUDA_CHECK(status);
+        check_cuda_call(status, "waiting for the result on the policy's stream");
         done = handed_over(words);
-        if (!done) TALLY_CUDA_CHECK(cudaErrorLaunchFailure);
+        if (!done) throw_cuda_failure(cudaErrorLaunchFailure, finished_without_value);
       }
       if (blocks) std::this_thread::yield();  // past spin_us
     }
@@ -432,6 +798,9 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
 result_slot::~result_slot() {
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);
+  slab* owner = slab_of(p, handoff_);
+  if (!owner) return;  // its context was reset: the slab is gone
+  --owner->in_use;
   p.free_slots.push_back(handoff_);
 }
 

@@ -22,17 +22,25 @@ using tally_test::seeded;
 
 bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
-TEST(errors, cuda_error_names_the_call_and_the_error) {
+TEST(errors, cuda_error_is_a_sentence_naming_the_algorithm_the_error_and_the_remedy) {
+  tally::detail::algorithm_scope scope("reduce");
   try {
-    tally::detail::check_cuda(cudaErrorMemoryAllocation, "cudaMalloc(&p, bytes)", "src/some_file.cu", 42);
-    FAIL() << "check_cuda did not throw";
+    tally::detail::check_cuda_call(cudaErrorMemoryAllocation, "allocating scratch");
+    FAIL() << "check_cuda_call did not throw";
   } catch (const tally::cuda_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("cudaMalloc(&p, bytes)"), std::string::npos) << what;
-    EXPECT_NE(what.find("cudaErrorMemoryAllocation"), std::string::npos) << what;
-    EXPECT_NE(what.find("some_file.cu:42"), std::string::npos) << what;
-    EXPECT_EQ(what.find("src/"), std::string::npos) << "no build paths in messages: " << what;
+    EXPECT_EQ(what.rfind("tally::reduce: allocating scratch failed with cudaErrorMemoryAllocation", 0), 0u) << what;
+    EXPECT_TRUE(contains(what, "tally::release_scratch()")) << "the remedy: " << what;
+    EXPECT_EQ(what.back(), '.') << what;
+    EXPECT_FALSE(contains(what, "!=") || contains(what, "?") || contains(what, ".cuh") || contains(what, ".cpp"))
+        << "no source text in messages: " << what;
     EXPECT_EQ(e.code(), cudaErrorMemoryAllocation);
+  }
+  try {
+    tally::detail::check_cuda_call(cudaErrorIllegalAddress, "waiting for the result");
+    FAIL() << "check_cuda_call did not throw";
+  } catch (const tally::cuda_error& e) {
+    EXPECT_TRUE(contains(e.what(), "context is lost")) << e.what();
   }
   static_assert(std::is_base_of_v<std::runtime_error, tally::cuda_error>);
 }

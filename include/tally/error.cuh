@@ -12,7 +12,8 @@
 
 namespace tally {
 
-// A CUDA runtime call failed. what() names the call and the CUDA error.
+// A CUDA call tally made failed. what() is a sentence naming the algorithm, what tally was
+// doing, the CUDA error and what to do about it (docs/errors.md).
 class cuda_error : public std::runtime_error {
  public:
   cuda_error(cudaError_t code, const std::string& what_failed);
@@ -39,12 +40,6 @@ class bad_alloc : public std::bad_alloc {
 
 namespace detail {
 
-[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
-
-inline void check_cuda(cudaError_t code, const char* call, const char* file, int line) {
-  if (code != cudaSuccess) throw_cuda_error(code, call, file, line);
-}
-
 // Throws tally::bad_alloc for cudaErrorMemoryAllocation and tally::cuda_error for any
 // other code; `what` names the memory, e.g. "the scratch of stream 0x... on device 0".
 [[noreturn]] void throw_allocation_error(cudaError_t code, const char* what, std::size_t bytes);
@@ -54,5 +49,3 @@ inline void check_cuda(cudaError_t code, const char* call, const char* file, int
 
 }  // namespace detail
 }  // namespace tally
-
-#define TALLY_CUDA_CHECK(call) ::tally::detail::check_cuda((call), #call, __FILE__, __LINE__)

@@ -117,15 +117,31 @@ inline constexpr bool is_execution_policy_v = is_execution_policy<std::remove_cv
 
 namespace detail {
 
-// Maps any accepted policy onto tally's own two.
+// The stream that stream 0 names in the calling translation unit: the per-thread default
+// stream where it is compiled with `nvcc --default-stream per-thread` (which defines
+// CUDA_API_PER_THREAD_DEFAULT_STREAM), else the legacy default stream. Resolved here, in the
+// user's code, because tally's compiled runtime cannot know how the caller was compiled and
+// would otherwise take 0 for the legacy stream. As in Thrust, translation units of one program
+// built with and without the flag should not share instantiations of tally's templates.
+inline cudaStream_t default_stream() {
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+  return cudaStreamPerThread;
+#else
+  return cudaStreamLegacy;
+#endif
+}
+
+// Maps any accepted policy onto tally's own two, with stream 0 resolved (default_stream).
 inline host_policy normalize_policy(const host_policy& p) { return p; }
-inline device_policy normalize_policy(const device_policy& p) { return p; }
+inline device_policy normalize_policy(const device_policy& p) {
+  return p.stream() == nullptr ? p.on(default_stream()) : p;
+}
 
 template <class P, std::enable_if_t<is_thrust_policy_v<P>, int> = 0>
 auto normalize_policy(const P& p) {
   if constexpr (is_thrust_device_policy_v<P>) {
     P copy = p;  // thrust's stream accessor takes a non-const reference
-    return device_policy{}.on(thrust::cuda_cub::stream(copy));
+    return normalize_policy(device_policy{}.on(thrust::cuda_cub::stream(copy)));
   } else {
     return host_policy{};
   }

@@ -35,7 +35,20 @@ namespace detail {
 
 template <class Out, class T>
 __global__ void write_value_kernel(Out* out, T value) {
+  wait_for_prior_grid();
   *out = static_cast<Out>(value);
+}
+
+// Whether the host may touch the input as soon as reduce() has the value, while the kernel
+// may still be retiring: not where the input is managed memory on a device without
+// concurrent managed access, where any host access during a kernel faults.
+template <class It>
+bool input_needs_idle_device(It first, const device_properties& props) {
+  if constexpr (is_contiguous_v<It>) {
+    return needs_idle_device_for_host_access(raw_pointer(first), props);
+  } else {
+    return !props.concurrent_managed_access;  // a fancy iterator may read managed memory
+  }
 }
 
 template <class It>
@@ -102,6 +115,7 @@ Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op)
   if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !std::is_trivially_copyable_v<Acc>) {
     return init;  // not compiled further: a check above has failed
   } else {
+    algorithm_scope scope("reduce");
     const std::uint64_t n = checked_distance(first, last, "reduce");
     const int device = current_device();
     if (n == 0) return init;
@@ -109,6 +123,8 @@ Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op)
     device_reduce(first, n, init, op, static_cast<Acc*>(nullptr), slot.handoff(), policy, device, "reduce");
     Acc result;
     slot.take(policy.stream(), &result, sizeof(Acc));
+    if (input_needs_idle_device(first, properties(device)))
+      check_cuda_call(cudaStreamSynchronize(policy.stream()), "waiting for the kernel before the host may touch managed input");
     return result;
   }
 }
@@ -124,6 +140,7 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
   static_assert(is_contiguous_v<OutIt>,
                 "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
   if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt>) {
+    algorithm_scope scope("reduce_into");
     const std::uint64_t n = checked_distance(first, last, "reduce_into");
     const int device = current_device();
     const auto* const_out = raw_pointer(out);
@@ -132,8 +149,7 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
     check_device_accessible(out_ptr, properties(device), "reduce_into", "out");
     if (n == 0) {
       check_stream_of_device(policy.stream(), device);
-      write_value_kernel<<<1, 1, 0, policy.stream()>>>(out_ptr, init);
-      TALLY_CUDA_CHECK(cudaGetLastError());
+      launch_kernel<write_value_kernel<out_t, Acc>>(1, 1, policy.stream(), device, out_ptr, init);
       return;
     }
     device_reduce(first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), policy, device, "reduce_into");

@@ -11,5 +11,6 @@
 #include "tally/operator_traits.cuh"
 #include "tally/ranges.cuh"
 #include "tally/reduce.cuh"
+#include "tally/scratch.cuh"
 #include "tally/transform_reduce.cuh"
 #include "tally/warp/reduce.cuh"

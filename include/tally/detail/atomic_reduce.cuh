@@ -75,13 +75,16 @@ __device__ __forceinline__ void atomic_combine(Acc* target, const Acc& value, Op
   }
 }
 
-// Control words in scratch: [0] units arrived, [1] tickets taken by units with a value,
-// [2] 1 once the first such unit has stored its value; the accumulator at byte 128.
+// Control words in scratch (runtime.cuh, control_word): units arrived, tickets taken by
+// units with a value, 1 once the first such unit has stored its value; the accumulator at
+// byte 128. The last unit leaves them zero. The call's sync zeroes the single pass's arrival
+// word for the stream's next call (partials.cuh, prepare_next_call).
 struct atomic_control {
   unsigned int* words;
+  fold_sync sync;
   template <class Acc>
   __device__ Acc* accumulator() const {
-    return reinterpret_cast<Acc*>(reinterpret_cast<char*>(words) + 128);
+    return reinterpret_cast<Acc*>(reinterpret_cast<char*>(words) + control_word::accumulator_byte);
   }
 };
 
@@ -126,6 +129,7 @@ __global__ void __launch_bounds__(block_threads)
     atomic_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, atomic_control control, Out* out,
                          host_handoff* handoff) {
   wait_for_prior_grid();
+  prepare_next_call(control.sync);
   // Each thread folds everything it reads across its block's tiles; the order is free.
   Acc acc{};
   bool valid = false;

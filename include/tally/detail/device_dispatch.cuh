@@ -34,7 +34,8 @@ struct resident_blocks_per_multiprocessor {
   template <auto Kernel>
   static int ask(int) {
     int blocks = 0;
-    TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, 0));
+    check_cuda_call(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, 0),
+                    "asking a kernel's occupancy");
     return blocks > 0 ? blocks : 1;
   }
 };
@@ -143,11 +144,18 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
                                                                      device, load, plan, init, op, out, handoff);
     return;
   }
-  const stream_scratch scratch = scratch_for(device, policy.stream());
+  using codec_for = partial_codec_for<Acc, Loader>;
+  using codec_t = typename codec_for::type;
+  using cell_t = partial_cell<typename codec_t::partial_type>;
+  // The lease holds the stream's scratch (and its lock) until every launch of the call is
+  // enqueued: no other host thread's call on this stream comes between them.
+  scratch_lease lease(device, policy.stream(), atomic ? 0 : plan.tiles * sizeof(cell_t));
+  const call_scratch& scratch = lease.scratch();
+  const fold_sync sync{scratch.control, scratch.epoch, fold_wait_ns()};
 
   if constexpr (fits_atomic_word_v<Acc>) {
     if (atomic) {
-      const atomic_control control{scratch.control};
+      const atomic_control control{scratch.control, sync};
       if (chosen == tally::strategy::block_atomic) {
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>>(plan, policy, device, load, plan,
                                                                                    init, op, control, out, handoff);
@@ -155,30 +163,33 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>>(plan, policy, device, load, plan,
                                                                                   init, op, control, out, handoff);
       }
+      lease.launched();
       return;
     }
   }
 
-  using codec_for = partial_codec_for<Acc, Loader>;
-  using codec_t = typename codec_for::type;
   const codec_t codec = codec_for::make(load);
-  auto* cells = static_cast<partial_cell<typename codec_t::partial_type>*>(scratch.partials);
+  auto* cells = static_cast<cell_t*>(scratch.partials);
   if (chosen == tally::strategy::two_pass) {
     launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op, codec_t>>(plan, policy, device, load, plan, op, codec,
-                                                                            cells);
+                                                                            cells, sync);
     launch_kernel<fold_partials_kernel<Acc, Op, Out, codec_t>>(1, block_threads, policy.stream(), device, plan.tiles,
-                                                               plan.tile_items, init, op, codec, cells, out, handoff);
+                                                               plan.tile_items, init, op, codec, cells, scratch.epoch,
+                                                               out, handoff);
+    lease.launched();
     return;
   }
   constexpr auto one_kernel = &single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>;
   if constexpr (has_two_block_variant<Loader>::value) {
     if (plan.tiles > resident_grid<one_kernel>(policy, device)) {
       launch_single_pass<single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t, 2>>(
-          plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
+          plan, policy, device, load, plan, init, op, codec, cells, sync, out, handoff);
+      lease.launched();
       return;
     }
   }
-  launch_single_pass<one_kernel>(plan, policy, device, load, plan, init, op, codec, cells, out, handoff);
+  launch_single_pass<one_kernel>(plan, policy, device, load, plan, init, op, codec, cells, sync, out, handoff);
+  lease.launched();
 }
 
 #ifndef TALLY_TUNE_ORDERED_SMALL
@@ -203,15 +214,21 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
                                                                          out, handoff);
     return;
   }
-  auto* cells = static_cast<partial_cell<Acc>*>(scratch_for(device, policy.stream()).partials);
+  scratch_lease lease(device, policy.stream(), plan.tiles * sizeof(partial_cell<Acc>));
+  const call_scratch& scratch = lease.scratch();
+  const fold_sync sync{scratch.control, scratch.epoch, fold_wait_ns()};
+  auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
-    launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells);
+    launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells,
+                                                                           sync);
     launch_kernel<ordered_fold_partials_kernel<Acc, Op, Out>>(1, block_threads, policy.stream(), device, plan.tiles, init,
-                                                              op, cells, out, handoff);
+                                                              op, cells, scratch.epoch, out, handoff);
+    lease.launched();
     return;
   }
   launch_on_plan_grid<ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,
-                                                                            cells, out, handoff);
+                                                                            cells, sync, out, handoff);
+  lease.launched();
 }
 
 // Loaders with 16-byte reads carry the evict-first hint for large inputs (streams_reads).
@@ -223,7 +240,7 @@ struct takes_read_hint<Loader, std::void_t<decltype(Loader::bytes_per_element)>>
 template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                    const device_policy& policy, int device, const char* algorithm) {
-  static_assert(sizeof(partial_cell<Acc>) <= partial_cell_bytes, "tally: the accumulator type is too large");
+  static_assert(sizeof(Acc) <= max_accumulator_bytes, "tally: the accumulator type is too large (256 bytes at most)");
   Loader load = given;
   if constexpr (takes_read_hint<Loader>::value) {
     load.streaming = streams_reads(n * Loader::bytes_per_element, std::uint64_t(properties(device).l2_bytes));

@@ -16,7 +16,6 @@
 // benchmarks/RESULTS.md has the figures).
 
 #include "tally/detail/runtime.cuh"
-#include "tally/error.cuh"
 
 #include <cuda_runtime.h>
 #include <nv/target>
@@ -60,7 +59,7 @@ struct code_architecture {
   template <auto Kernel>
   static int ask(int) {
     cudaFuncAttributes attributes{};
-    TALLY_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
+    check_cuda_call(cudaFuncGetAttributes(&attributes, Kernel), "asking a kernel's attributes");
     return attributes.ptxVersion > 0 ? attributes.ptxVersion : 1;
   }
 };
@@ -80,28 +79,25 @@ bool launches_programmatically(int device) {
 }
 
 // Launches Kernel<<<grid, threads, 0, stream>>>(args...) on `device` (the current one),
-// allowing it to overlap the stream's previous kernel where launches_programmatically, and
-// checks the launch.
+// allowing it to overlap the stream's previous kernel where launches_programmatically. The
+// launch's own status decides: an error the application left pending is not read (through
+// cudaGetLastError, which would also clear it), so a launch that succeeded is never reported
+// as failed, and the application still finds its own error where it left it.
 template <auto Kernel, class... Args>
 void launch_kernel(unsigned grid, unsigned threads, cudaStream_t stream, int device, const Args&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
   if (launches_programmatically<Kernel>(device)) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = 0;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
     config.numAttrs = 1;
-    const cudaError_t launched = cudaLaunchKernelEx(&config, Kernel, args...);
-    const cudaError_t last = cudaGetLastError();  // clears the error the failed launch left behind
-    TALLY_CUDA_CHECK(launched != cudaSuccess ? launched : last);
-    return;
   }
-  Kernel<<<grid, threads, 0, stream>>>(args...);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  check_cuda_call(cudaLaunchKernelEx(&config, Kernel, args...), "launching a kernel");
 }
 
 }  // namespace tally::detail

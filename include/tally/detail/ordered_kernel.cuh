@@ -303,7 +303,7 @@ __device__ Acc ordered_reduce_fetched_full_tile(const Loader& load, const reduct
 // tile when it is partial, and chunks wider than 16 bytes) the checked one.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                        partial_cell<Acc>* cells) {
+                                                        partial_cell<Acc>* cells, unsigned int epoch) {
   constexpr bool prefetch = ordered_stages_chunks<VW, Loader>;
   piece_chunks<VW, Loader> fetched;
   if constexpr (prefetch) {
@@ -321,7 +321,7 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
       }
     }
     if (!done) partial = ordered_reduce_tile<Acc, VW>(load, plan, tile, op);
-    if (threadIdx.x == 0) cells[tile].publish(partial);
+    if (threadIdx.x == 0) cells[tile].publish(partial, epoch);
   }
 }
 
@@ -332,29 +332,32 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
 // The ordered fold of the tile partials by one block: thread t waits for and folds its
 // contiguous range of partials, then the ordered block tree. Every thread runs the same
 // per_thread rounds, whether or not its range has a partial in them, so that each warp
-// polls converged (poll_converged). Every cell read is cleared for the next call.
+// polls converged (poll_converged). Cells are read, never cleared (partials.cuh). With
+// `bounded`, as fold_published_partials (reduce_kernel.cuh).
 template <class Acc, class Op>
-__device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op) {
+__device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op,
+                                               unsigned int epoch, const fold_sync* bounded, bool& gave_up) {
   const std::uint64_t per_thread = ordered_partials_per_thread(tiles);
   const std::uint64_t from = std::uint64_t(threadIdx.x) * per_thread;
   const std::uint64_t to = from + per_thread < tiles ? from + per_thread : tiles;
   Acc acc{};
   bool valid = false;
+  bool warp_gave_up = false;
   for (std::uint64_t round = 0; round < per_thread; ++round) {
     const std::uint64_t k = from + round;
     Acc value;
     bool ready = k >= to;
-    poll_converged(cells, k, ready, value);
-    if (k < to) {
-      cells[k].clear();
+    poll_converged(cells, k, ready, value, epoch, bounded, warp_gave_up);
+    if (k < to && !warp_gave_up) {
       acc = valid ? static_cast<Acc>(op(acc, value)) : value;
       valid = true;
     }
   }
   // At most warp_threads partials: only warp 0 holds any (one each), and the block tree's
   // answer is warp 0's ordered tree, the other warps' being empty (as fold_partials_of).
-  // 0.1 us less per call at 4-32 tiles (2^15-2^18 floats) on the H100.
-  if (TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads) {
+  const bool warp_only = TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads;
+  if (bounded) gave_up = warp_only ? warp_gave_up : __syncthreads_or(warp_gave_up) != 0;
+  if (warp_only) {
     if (threadIdx.x < warp_threads) acc = tally::warp::reduce_ordered(acc, valid, op);
     return acc;
   }
@@ -444,39 +447,54 @@ __global__ void __launch_bounds__(block_threads)
 }
 
 // Two resident blocks per SM at least, as the commutative kernels: the prefetched piece
-// takes registers that would otherwise cost occupancy.
+// takes registers that would otherwise cost occupancy. Block 0 folds with a bounded wait and
+// the last tile block takes over if it gives up, as in single_pass_reduce_kernel.
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads, 2)
-    ordered_single_pass_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
-                               host_handoff* handoff) {
+    ordered_single_pass_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells,
+                               fold_sync sync, Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
+  prepare_next_call(sync);
   if (plan.tiles == 1) {
     const Acc total = ordered_reduce_tile<Acc, VW>(load, plan, 0, op);
     if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
     return;
   }
-  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells);
-  // As in single_pass_reduce_kernel: block 0 waits only on blocks that wait on nothing.
-  // (Block 0 folding only, as the commutative kernel does with few tiles, measured 0.1-0.15
-  // us slower at 4-32 tiles and no faster above: benchmarks/RESULTS.md, 2026-11-25.)
-  if (blockIdx.x != 0) return;
-  const Acc total = ordered_fold_published_partials(cells, plan.tiles, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch);
+  // Block 0 reduces its own tiles first (folding only, as the commutative kernel does with
+  // few tiles, measured slower here), then folds.
+  bool gave_up = false;
+  if (blockIdx.x != 0) {
+    __shared__ bool folds;
+    if (threadIdx.x == 0) folds = last_arrival_folds(sync);
+    __syncthreads();
+    if (!folds) return;
+    const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync.epoch, nullptr, gave_up);
+    if (threadIdx.x == 0) {
+      publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+      atomicAdd(sync.control + control_word::fallback_folds, 1u);
+    }
+    return;
+  }
+  const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync.epoch, &sync, gave_up);
+  if (threadIdx.x == 0 && !gave_up) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 template <class Acc, int VW, class Loader, class Op>
 __global__ void __launch_bounds__(block_threads, 2)
-    ordered_tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells) {
+    ordered_tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells, fold_sync sync) {
   wait_for_prior_grid();
-  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells);
+  prepare_next_call(sync);
+  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch);
 }
 
 template <class Acc, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
-    ordered_fold_partials_kernel(std::uint64_t tiles, Acc init, Op op, partial_cell<Acc>* cells, Out* out,
-                                 host_handoff* handoff) {
+    ordered_fold_partials_kernel(std::uint64_t tiles, Acc init, Op op, partial_cell<Acc>* cells, unsigned int epoch,
+                                 Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
-  const Acc total = ordered_fold_published_partials(cells, tiles, op);
+  bool gave_up = false;
+  const Acc total = ordered_fold_published_partials(cells, tiles, op, epoch, nullptr, gave_up);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 

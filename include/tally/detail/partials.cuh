@@ -1,14 +1,16 @@
 #pragma once
-// A tile partial in scratch, with the flag that says it has been published. The block that
-// folds the partials polls the flags and clears each cell, value and flag, once read, so
-// between calls every cell is all zero bytes whatever type the previous call reduced.
+// A tile partial in scratch, with the tag that says which call published it. Every call that
+// uses a stream's scratch has an epoch of its own (runtime.cuh, call_scratch), and a reader
+// takes a cell only when its tag is the call's epoch: a cell another call left behind, or
+// one this call has not published yet, reads as not ready. So no kernel has to clear the
+// cells for the next call, and a call that stopped half way (a failed launch) leaves nothing
+// a later call could misread.
 //
 // An accumulator of up to packed_cell_max_bytes is split into 32-bit pieces, and each piece
-// travels with its own flag in one 64-bit word, written and read as one access. A reader
-// that sees every word's flag has every piece, so no fence stands between a block finishing
-// its tile and the folder seeing it. A release fence per tile costs a block far more than
-// the extra words (the double sums, benchmarks/RESULTS.md). Larger accumulators write the
-// value, then raise one flag with release semantics.
+// travels with the tag in one 64-bit word, written and read as one access. A reader that
+// sees the tag on every word has every piece, so no fence stands between a block finishing
+// its tile and the folder seeing it (a release fence per tile costs a block far more than
+// the extra words). Larger accumulators write the value, then the tag with release semantics.
 
 #include "tally/detail/runtime.cuh"
 
@@ -27,17 +29,17 @@ struct partial_cell;
 template <class Acc>
 struct alignas(8) partial_cell<Acc, true> {
   static constexpr std::size_t pieces = (sizeof(Acc) + 3) / 4;
-  unsigned long long word[pieces];  // high half: 1 once published; low half: a piece of the value
+  unsigned long long word[pieces];  // high half: the publishing call's epoch; low half: a piece of the value
 
-  __device__ __forceinline__ void publish(const Acc& value) {
+  __device__ __forceinline__ void publish(const Acc& value, unsigned int epoch) {
     unsigned int bits[pieces] = {};
     std::memcpy(bits, &value, sizeof(Acc));
 #pragma unroll
     for (std::size_t w = 0; w < pieces; ++w)
       cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[w]).store(
-          (1ull << 32) | bits[w], cuda::std::memory_order_relaxed);
+          (static_cast<unsigned long long>(epoch) << 32) | bits[w], cuda::std::memory_order_relaxed);
   }
-  __device__ __forceinline__ bool try_read(Acc& value) {
+  __device__ __forceinline__ bool try_read(Acc& value, unsigned int epoch) {
     unsigned long long w[pieces];
 #pragma unroll
     for (std::size_t k = 0; k < pieces; ++k)
@@ -47,18 +49,12 @@ struct alignas(8) partial_cell<Acc, true> {
     bool published = true;
 #pragma unroll
     for (std::size_t k = 0; k < pieces; ++k) {
-      published = published && (w[k] >> 32) != 0;
+      published = published && static_cast<unsigned int>(w[k] >> 32) == epoch;
       bits[k] = static_cast<unsigned int>(w[k]);
     }
     if (!published) return false;
     std::memcpy(&value, bits, sizeof(Acc));
     return true;
-  }
-  __device__ __forceinline__ void clear() {
-#pragma unroll
-    for (std::size_t k = 0; k < pieces; ++k)
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[k]).store(0,
-                                                                                      cuda::std::memory_order_relaxed);
   }
 };
 
@@ -68,15 +64,15 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
   unsigned int value[value_words];
   unsigned int flag;
 
-  __device__ __forceinline__ void publish(const Acc& v) {
+  __device__ __forceinline__ void publish(const Acc& v, unsigned int epoch) {
     unsigned int words[value_words] = {};
     std::memcpy(words, &v, sizeof(Acc));
 #pragma unroll
     for (std::size_t w = 0; w < value_words; ++w) value[w] = words[w];
-    cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).store(1u, cuda::std::memory_order_release);
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).store(epoch, cuda::std::memory_order_release);
   }
-  __device__ __forceinline__ bool try_read(Acc& v) {
-    if (cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).load(cuda::std::memory_order_acquire) == 0)
+  __device__ __forceinline__ bool try_read(Acc& v, unsigned int epoch) {
+    if (cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).load(cuda::std::memory_order_acquire) != epoch)
       return false;
     unsigned int words[value_words];
 #pragma unroll
@@ -84,24 +80,96 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
     std::memcpy(&v, words, sizeof(Acc));
     return true;
   }
-  __device__ __forceinline__ void clear() {
-#pragma unroll
-    for (std::size_t w = 0; w < value_words; ++w) value[w] = 0u;
-    cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).store(0u, cuda::std::memory_order_relaxed);
-  }
 };
 
-// Waits until cells[k] is published and reads it into value; ready says whether it has been
-// read already (or this lane has no cell: then cells[k] is never touched). Every lane of the
-// warp calls it together and loops until all of them are ready, so the warp stays converged.
-// A lane that left its own poll loop as soon as its partial landed diverged from the rest of
-// its warp until the warp's tree: on the H100 that cost up to 0.65 us per call from 2^14 to
-// 2^24 (doubles at 2^20: 6.34 us against 5.82 converged; benchmarks/RESULTS.md, 2026-11-25).
+// How a single pass's folding block (block 0) and its tile blocks agree on who folds. The
+// CUDA model promises no co-residency to an ordinary launch: other streams' kernels, MPS
+// clients or green contexts may hold the SMs that the tile blocks need while block 0 waits
+// for their partials. So block 0 waits only while partials keep arriving: after wait_ns
+// without a new one it gives up, and the last tile block to finish folds instead, by the same
+// code and so to the same bits (the seeds' last-block guard, as a fallback).
+//
+// arrivals[epoch & 1] counts the tile blocks (every block but 0) that have published all
+// their partials; bit 31 says block 0 gave up. Each tile block adds 1 when done; the one
+// that brings the count to `units` folds if the bit is set. Block 0 sets the bit only while
+// the count is short of `units`; once every tile block has arrived, every partial has been
+// published and block 0 waits on. Block 0 zeroes the other word for the stream's next call,
+// which uses it; the runtime zeroes both after a call that did not run to the end.
+struct fold_sync {
+  unsigned int* control = nullptr;  // the call's control block (runtime.cuh, control_word)
+  unsigned int epoch = 0;
+  unsigned int wait_ns = 0;
+};
+
+inline constexpr unsigned int gave_up_bit = 1u << 31;
+
+__device__ __forceinline__ unsigned int* arrival_word(const fold_sync& sync, unsigned int epoch) {
+  return sync.control + control_word::arrivals + (epoch & 1u);
+}
+
+__device__ __forceinline__ std::uint64_t global_time_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Called by one lane of a warp of block 0 whose wait ran out: whether block 0 gives up the
+// fold (some tile block has not arrived yet) or waits on (all have).
+__device__ __forceinline__ bool block0_gives_up(const fold_sync& sync) {
+  const unsigned int units = gridDim.x - 1;
+  const unsigned int before = atomicOr(arrival_word(sync, sync.epoch), gave_up_bit);
+  return (before & ~gave_up_bit) < units;
+}
+
+// Called by thread 0 of every tile block once its partials are published: whether this block
+// is the last to finish while block 0 has given up, so that it must fold.
+__device__ __forceinline__ bool last_arrival_folds(const fold_sync& sync) {
+  // No fence: the folder polls each cell until it shows this call's epoch, so it needs no
+  // promise that the partials are visible before the count.
+  const unsigned int units = gridDim.x - 1;
+  const unsigned int before = atomicAdd(arrival_word(sync, sync.epoch), 1u);
+  return (before & ~gave_up_bit) + 1 == units && (before & gave_up_bit) != 0;
+}
+
+// Block 0's first act: the stream's next call counts in the other word.
+__device__ __forceinline__ void prepare_next_call(const fold_sync& sync) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *arrival_word(sync, sync.epoch + 1) = 0;
+}
+
+// Waits until cells[k] is published by this call and reads it into value; ready says whether
+// it has been read already (or this lane has no cell: then cells[k] is never touched). Every
+// lane of the warp calls it together and loops until all of them are ready, so the warp stays
+// converged (a lane that left its poll loop as soon as its partial landed diverged from its
+// warp until the warp's tree, and cost up to 0.65 us a call on the H100).
+//
+// With a fold_sync (block 0 of a single pass), the wait is bounded: if wait_ns pass without
+// the warp's cells all arriving, one lane asks block0_gives_up; the answer is the warp's,
+// and true means the warp stops waiting (gave_up) and block 0 will not fold. Without one
+// (the two pass's fold, or the last tile block folding for block 0), every partial is known
+// to be published or on its way, and the wait is unbounded.
 template <class Partial>
 __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std::uint64_t k, bool& ready,
-                                               Partial& value) {
+                                               Partial& value, unsigned int epoch, const fold_sync* bounded,
+                                               bool& gave_up) {
+  if (gave_up) {
+    ready = true;
+    return;
+  }
+  if (__all_sync(0xffffffffu, ready)) return;
+  std::uint64_t since = bounded ? global_time_ns() : 0;
   while (!__all_sync(0xffffffffu, ready)) {
-    if (!ready) ready = cells[k].try_read(value);
+    if (!ready) ready = cells[k].try_read(value, epoch);
+    if (bounded && global_time_ns() - since > bounded->wait_ns) {
+      bool stop = false;
+      if ((threadIdx.x % 32) == 0) stop = block0_gives_up(*bounded);
+      stop = __shfl_sync(0xffffffffu, stop, 0);
+      if (stop) {
+        gave_up = true;
+        ready = true;
+        return;
+      }
+      bounded = nullptr;  // every tile block has arrived: wait on
+    }
   }
 }
 

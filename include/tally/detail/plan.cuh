@@ -16,8 +16,6 @@
 // variant of the same plan (ordered_tile below): the same tiles, but every lane, warp and
 // tile owns a contiguous run and every tree combines neighbours, left operand first.
 
-#include "tally/detail/runtime.cuh"
-
 #include <cstdint>
 #include <type_traits>
 
@@ -44,9 +42,8 @@ namespace tally::detail {
 inline constexpr int block_threads = 256;
 inline constexpr int warp_threads = 32;
 inline constexpr int loads_per_step = TALLY_TUNE_LOADS_PER_STEP;  // independent 16-byte loads in flight per thread
-// Most tiles a plan makes; the scratch holds max_tiles partials (runtime.cuh).
+// Most tiles a plan makes; a call's scratch holds that many partials (runtime.cuh).
 inline constexpr std::uint64_t plan_max_tiles = TALLY_TUNE_PLAN_TILES;
-static_assert(plan_max_tiles <= max_tiles, "the scratch must hold every tile partial");
 
 // Elements per 16-byte vector; 1 for sizes that do not divide 16.
 template <class V>
@@ -57,11 +54,11 @@ struct reduction_plan {
   std::uint64_t tile_items = 0;  // a multiple of step_items
   std::uint64_t tiles = 0;       // at most plan_max_tiles
   std::uint64_t step_items = 0;  // block_threads * loads_per_step * vector_width
-  int steps_per_tile = 0;
+  std::uint64_t steps_per_tile = 0;
   int vector_width = 1;
 
   TALLY_HOST_DEVICE std::uint64_t tile_begin(std::uint64_t tile) const { return tile * tile_items; }
-  TALLY_HOST_DEVICE bool tile_is_full(std::uint64_t tile) const { return tile_begin(tile) + tile_items <= n; }
+  TALLY_HOST_DEVICE bool tile_is_full(std::uint64_t tile) const { return n - tile_begin(tile) >= tile_items; }
 };
 
 // An operator whose answer cannot depend on the order of combination at all, not even in
@@ -85,19 +82,21 @@ template <class Op>
 inline constexpr std::uint64_t plan_max_tiles_for = is_order_free<Op>::value ? order_free_max_tiles : plan_max_tiles;
 
 // Tiles are one step long until there would be more than max_tiles of them; beyond that
-// each tile takes as many steps as keep the count under max_tiles.
+// each tile takes as many steps as keep the count under max_tiles. All of it is 64-bit and
+// exact for every n below 2^64 (a range's length is below 2^63): no sum or product here
+// can overflow (tests/test_plan.cu checks the invariants up to 2^64 - 1).
 TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector_width,
                                                      std::uint64_t max_tiles = plan_max_tiles) {
   reduction_plan plan;
   plan.n = n;
   plan.vector_width = vector_width;
   plan.step_items = std::uint64_t(block_threads) * loads_per_step * vector_width;
-  const std::uint64_t steps = (n + plan.step_items - 1) / plan.step_items;
-  std::uint64_t steps_per_tile = (steps + max_tiles - 1) / max_tiles;
+  const std::uint64_t steps = n / plan.step_items + (n % plan.step_items != 0);
+  std::uint64_t steps_per_tile = steps / max_tiles + (steps % max_tiles != 0);
   if (steps_per_tile == 0) steps_per_tile = 1;
-  plan.steps_per_tile = int(steps_per_tile);
+  plan.steps_per_tile = steps_per_tile;
   plan.tile_items = steps_per_tile * plan.step_items;
-  plan.tiles = (n + plan.tile_items - 1) / plan.tile_items;
+  plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0);
   return plan;
 }
 

@@ -26,9 +26,6 @@
 #ifndef TALLY_TUNE_FOLD_BATCH
 #define TALLY_TUNE_FOLD_BATCH 16  // partials block 0 polls at once per thread (small types)
 #endif
-#ifndef TALLY_TUNE_SKIP_FOLD
-#define TALLY_TUNE_SKIP_FOLD 0
-#endif
 #ifndef TALLY_TUNE_FOLD_BLOCK_GATE
 #define TALLY_TUNE_FOLD_BLOCK_GATE 2  // block 0 reduces no tile while tiles <= this x tile blocks
 #endif
@@ -252,10 +249,11 @@ struct has_two_block_variant<Loader, std::enable_if_t<Loader::two_blocks_at_many
 // into a second register set or chunk by chunk into the same one, was measured on the
 // H100 and gained nothing: benchmarks/RESULTS.md.)
 template <int VW, class Loader, int Loads, class BeginOf, class FoldStep>
-__device__ __forceinline__ void fold_tile_steps(const Loader& load, int steps, step_chunks<VW, Loader, Loads>& step,
-                                                BeginOf begin_of, FoldStep fold_step) {
-  fold_step(step, 0, std::true_type{});
-  for (int s = 1; s < steps; ++s) {
+__device__ __forceinline__ void fold_tile_steps(const Loader& load, std::uint64_t steps,
+                                                step_chunks<VW, Loader, Loads>& step, BeginOf begin_of,
+                                                FoldStep fold_step) {
+  fold_step(step, std::uint64_t(0), std::true_type{});
+  for (std::uint64_t s = 1; s < steps; ++s) {
     step.fetch(load, begin_of(s));
     fold_step(step, s, std::false_type{});
   }
@@ -268,22 +266,23 @@ __device__ __forceinline__ void fold_tile_steps(const Loader& load, int steps, s
 // its positions counted from the tile's first element (as_tile_value turns either into an
 // Acc).
 template <class Acc, int VW, class Loader, class Op, int Loads>
-__device__ __forceinline__ auto fold_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op,
+__device__ __forceinline__ auto fold_fetched_full_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t steps,
+                                                       Op& op,
                                                        step_chunks<VW, Loader, Loads>& step) {
   using chunks_t = step_chunks<VW, Loader, Loads>;
   constexpr std::uint64_t step_items = std::uint64_t(block_threads) * Loads * VW;
-  const auto begin_of = [tile_begin](int s) { return tile_begin + std::uint64_t(s) * step_items; };
+  const auto begin_of = [tile_begin](std::uint64_t s) { return tile_begin + s * step_items; };
   if constexpr (folds_local_positions<Loader, Op>::value) {
     typename Loader::local_type acc;
     const std::uint32_t first = tile_thread() * VW;
-    fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, int s, auto start) {
+    fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, std::uint64_t s, auto start) {
       chunks.template fold_positions<decltype(start)::value>(load, std::uint32_t(s) * std::uint32_t(step_items) + first,
                                                              acc, op);
     });
     return acc;
   } else {
     Acc acc;
-    fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, int s, auto start) {
+    fold_tile_steps(load, steps, step, begin_of, [&](const chunks_t& chunks, std::uint64_t s, auto start) {
       chunks.template fold<decltype(start)::value>(load, begin_of(s), acc, op);
     });
     return acc;
@@ -312,7 +311,8 @@ __device__ __forceinline__ Acc reduce_full_tile_folds(const Loader& load, const 
 
 // A thread's fold of a full tile, as an Acc.
 template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, int steps, Op& op) {
+__device__ __forceinline__ Acc reduce_full_tile(const Loader& load, std::uint64_t tile_begin, std::uint64_t steps,
+                                                Op& op) {
   step_chunks<VW, Loader> step;
   step.fetch(load, tile_begin);
   return as_tile_value<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, tile_begin, steps, op, step), tile_begin);
@@ -453,7 +453,8 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, host_handoff
 template <class Acc, int VW, class Loader, class Op, class Codec>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
                                                 const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
-                                                std::uint64_t first_tile, std::uint64_t tile_stride) {
+                                                unsigned int epoch, std::uint64_t first_tile,
+                                                std::uint64_t tile_stride) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
@@ -470,7 +471,7 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     } else {
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
-    if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)));
+    if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)), epoch);
   }
 }
 
@@ -497,19 +498,24 @@ __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64
 // so the L2 latencies overlap; a cell not yet published is then polled alone until it is,
 // and the next one after it. (Polling the rest of its batch as well kept so many loads in
 // flight, from a block 0 that polls from the kernel's start, that the tile block beside it
-// on its SM fell behind: benchmarks/RESULTS.md.) Every thread runs the same rounds of the
-// same batch, whether or not it has cells in them, so that each warp polls converged
-// (poll_converged). Every cell read is cleared for the next call.
+// on its SM fell behind.) Every thread runs the same rounds of the same batch, whether or not
+// it has cells in them, so that each warp polls converged (poll_converged). Cells are read,
+// never cleared: the next call's epoch differs.
+//
+// With `bounded` (block 0 of a single pass) the waits are bounded (partials.cuh, fold_sync);
+// gave_up then says, in thread 0, that block 0 gave the fold up and must publish nothing.
 template <class Acc, class Op, class Codec>
 __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
-                                       std::uint64_t tiles, std::uint64_t tile_items, Op& op) {
+                                       std::uint64_t tiles, std::uint64_t tile_items, Op& op, unsigned int epoch,
+                                       const fold_sync* bounded, bool& gave_up) {
   using partial_t = typename Codec::partial_type;
   // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
-  // polled 16 at a time measured slower than 4 at a time (benchmarks/RESULTS.md).
+  // polled 16 at a time measured slower than 4 at a time.
   constexpr int batch = sizeof(Acc) <= 8 ? TALLY_TUNE_FOLD_BATCH : (sizeof(Acc) <= 32 ? 4 : 1);
   constexpr std::uint64_t round_items = std::uint64_t(batch) * block_threads;
   Acc acc{};
   bool valid = false;
+  bool warp_gave_up = false;
   for (std::uint64_t round_begin = 0; round_begin < tiles; round_begin += round_items) {
     const std::uint64_t base = round_begin + threadIdx.x;
     partial_t value[batch];
@@ -517,21 +523,23 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
 #pragma unroll
     for (int j = 0; j < batch; ++j) {
       const std::uint64_t k = base + std::uint64_t(j) * block_threads;
-      ready[j] = k >= tiles || cells[k].try_read(value[j]);
+      ready[j] = k >= tiles || cells[k].try_read(value[j], epoch);
     }
 #pragma unroll
     for (int j = 0; j < batch; ++j) {
       if (round_begin + std::uint64_t(j) * block_threads >= tiles) break;  // the same for the whole block
       const std::uint64_t k = base + std::uint64_t(j) * block_threads;
-      poll_converged(cells, k, ready[j], value[j]);
-      if (k < tiles) {
-        cells[k].clear();
+      poll_converged(cells, k, ready[j], value[j], epoch, bounded, warp_gave_up);
+      if (k < tiles && !warp_gave_up) {
         const Acc partial = codec.decode(value[j], k * tile_items);
         acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
         valid = true;
       }
     }
   }
+  // Only warp 0 holds cells when there are at most warp_threads of them, and its own answer
+  // is the block's; otherwise every warp's answer counts.
+  if (bounded) gave_up = tiles <= warp_threads ? warp_gave_up : __syncthreads_or(warp_gave_up) != 0;
   return fold_partials_of<Acc>(acc, valid, tiles, op);
 }
 
@@ -616,25 +624,36 @@ template <class Acc, int VW, class Loader, class Op, class Out, class Codec,
           int MinBlocks = min_resident_blocks<VW, Loader>>
 __global__ void __launch_bounds__(block_threads, MinBlocks)
     single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
-                              partial_cell<typename Codec::partial_type>* cells, Out* out, host_handoff* handoff,
-                              fold_block_role role) {
+                              partial_cell<typename Codec::partial_type>* cells, fold_sync sync, Out* out,
+                              host_handoff* handoff, fold_block_role role) {
   wait_for_prior_grid();
+  prepare_next_call(sync);
   const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
   if (blockIdx.x >= fold_blocks) {
     std::uint64_t first = blockIdx.x - fold_blocks;
 #if TALLY_TUNE_FOLDER_FEWEST_TILES
     if (fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
 #endif
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, first, gridDim.x - fold_blocks);
+    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks);
   }
-  if (blockIdx.x != 0) return;
-#if TALLY_TUNE_SKIP_FOLD  // timing probe only: the answer is wrong, and the cells stay published
-  // (uncleared), so in such a build only the single pass's own timings mean anything.
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(init), handoff);
-  return;
-#endif
-  const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+  bool gave_up = false;
+  if (blockIdx.x != 0) {
+    // A tile block: count itself done, and fold if it is the last while block 0 has given up.
+    __shared__ bool folds;
+    if (threadIdx.x == 0) folds = last_arrival_folds(sync);
+    __syncthreads();
+    if (!folds) return;
+    const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync.epoch, nullptr,
+                                                   gave_up);
+    if (threadIdx.x == 0) {
+      publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+      atomicAdd(sync.control + control_word::fallback_folds, 1u);
+    }
+    return;
+  }
+  const Acc total =
+      fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync.epoch, &sync, gave_up);
+  if (threadIdx.x == 0 && !gave_up) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 // Two pass: the first launch publishes the partials, the second folds them (same bits as
@@ -642,17 +661,20 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
 template <class Acc, int VW, class Loader, class Op, class Codec>
 __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
-                         partial_cell<typename Codec::partial_type>* cells) {
+                         partial_cell<typename Codec::partial_type>* cells, fold_sync sync) {
   wait_for_prior_grid();
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, blockIdx.x, gridDim.x);
+  prepare_next_call(sync);
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, blockIdx.x, gridDim.x);
 }
 
 template <class Acc, class Op, class Out, class Codec>
 __global__ void __launch_bounds__(block_threads)
     fold_partials_kernel(std::uint64_t tiles, std::uint64_t tile_items, Acc init, Op op, Codec codec,
-                         partial_cell<typename Codec::partial_type>* cells, Out* out, host_handoff* handoff) {
+                         partial_cell<typename Codec::partial_type>* cells, unsigned int epoch, Out* out,
+                         host_handoff* handoff) {
   wait_for_prior_grid();
-  const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op);
+  bool gave_up = false;
+  const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op, epoch, nullptr, gave_up);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 

@@ -1,11 +1,14 @@
 #pragma once
-// The compiled runtime (lib/): device properties, per-stream scratch, pinned result slots.
-// Everything here is thread safe and allocates only on first use of a device, stream or slot.
-// An allocation that fails throws tally::bad_alloc and leaves the pools as they were.
+// The compiled runtime (lib/): device properties, the CUDA context a call runs in, the
+// scratch a call owns while it runs, and pinned result slots. Everything here is thread safe
+// and allocates only on first use of a device, stream or slot. An allocation that fails
+// throws tally::bad_alloc and leaves the pools as they were. docs/architecture.md walks the
+// ownership model; docs/lifecycle.md says what an application may rely on.
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tally::detail {
 
@@ -13,8 +16,9 @@ struct device_properties {
   int ordinal = 0;
   int multiprocessors = 0;
   int l2_bytes = 0;
-  bool pageable_memory_access = false;  // the device may read ordinary malloc'd host memory
-  bool programmatic_launch = false;     // compute capability 9.0+: kernels may overlap (launch.cuh)
+  bool pageable_memory_access = false;    // the device may read ordinary malloc'd host memory
+  bool concurrent_managed_access = false;  // the host may touch managed memory while kernels run
+  bool programmatic_launch = false;       // compute capability 9.0+: kernels may overlap (launch.cuh)
 };
 
 // The current device, or tally::cuda_error when no CUDA device can be used.
@@ -27,44 +31,116 @@ const device_properties& properties(int device);
 // ordinary host memory only with pageable memory access.
 bool is_device_accessible(const void* p, const device_properties& props);
 
-// Largest accumulator a device reduction supports, in bytes; scratch is sized for it.
-inline constexpr std::size_t max_accumulator_bytes = 256;
-// Most tile partials one plan produces (see plan.cuh); scratch holds this many cells.
-inline constexpr std::size_t max_tiles = 8192;
-// Bytes of scratch for one tile partial and its ready flag (partials.cuh).
-inline constexpr std::size_t partial_cell_bytes = max_accumulator_bytes + 16;
-// Bytes of the control block in front of the cells: the atomic strategies' counters and
-// accumulator (control_words below).
-inline constexpr std::size_t control_bytes = 256;
+// Whether p is managed memory that the host must not touch while any kernel runs (a device
+// without concurrent managed access): reduce() then waits for its stream before returning.
+bool needs_idle_device_for_host_access(const void* p, const device_properties& props);
 
-// Scratch owned by one (device, stream) pair. Work on one stream runs in order, so calls
-// on the same stream may share it; calls on different streams never do. All of it is zero
-// bytes between calls: each kernel clears what it used before it ends.
-struct stream_scratch {
-  unsigned int* control = nullptr;  // control_bytes: counters, then an accumulator at byte 128
-  void* partials = nullptr;         // max_tiles * partial_cell_bytes bytes
+// The algorithm a thread is running, for error messages ("tally::reduce: ..."). Set by
+// algorithm_scope at the entry of each device algorithm; messages name "tally" without one.
+class algorithm_scope {
+ public:
+  explicit algorithm_scope(const char* algorithm) noexcept;
+  ~algorithm_scope();
+  algorithm_scope(const algorithm_scope&) = delete;
+  algorithm_scope& operator=(const algorithm_scope&) = delete;
+
+ private:
+  const char* previous_;
 };
-stream_scratch scratch_for(int device, cudaStream_t stream);
+const char* current_algorithm() noexcept;
+
+// Throws tally::cuda_error for a failed CUDA call of tally's own: a sentence that names the
+// algorithm, what failed, the CUDA error and what to do. Clears the error the failed call
+// recorded as the thread's last error, so that the application's next check does not see it
+// again; an error the application left pending before the call was not tally's and stays
+// untouched when tally's calls succeed (docs/errors.md).
+[[noreturn]] void throw_cuda_failure(cudaError_t code, const char* action);
+inline void check_cuda_call(cudaError_t code, const char* action) {
+  if (code != cudaSuccess) throw_cuda_failure(code, action);
+}
+
+// The CUDA context (the device's primary context, or the one the application made current)
+// this thread's calls run in, by its unique id. A cudaDeviceReset ends a context, and the
+// next call sees a new id: the runtime then forgets every scratch block and result slab it
+// made in the old one (their memory went with it) and starts afresh.
+unsigned long long current_context(int device);
 
 // Throws std::invalid_argument, naming both devices, when `stream` belongs to a device other
-// than `device` (a launch there would fail with "invalid resource handle"). For the calls
-// that need no scratch (an empty range, a one-tile plan): the last stream and device this
-// thread checked are remembered, so a loop of calls asks CUDA once. Skipped while the
-// stream is being captured, as scratch_for does.
+// than `device` (a launch there would fail with "invalid resource handle"). Skipped while
+// the stream is being captured. The last stream and device this thread checked are
+// remembered, so a loop of calls asks CUDA once.
 void check_stream_of_device(cudaStream_t stream, int device);
 
-// Scratch entries the pool holds: one per (device, stream handle) that has run a reduction
-// (per host thread for cudaStreamPerThread). A new stream that gets a destroyed stream's
-// handle gets a new block in that entry, told apart by cudaStreamGetId (tests check this).
-std::size_t scratch_entries();
+// ---- scratch ----------------------------------------------------------------------------
+// Bytes of the control block in front of the partial cells: the atomic strategies' counters
+// and accumulator, and the single pass's arrival counters (control_word below).
+inline constexpr std::size_t control_bytes = 256;
+// Largest accumulator a device reduction supports, in bytes.
+inline constexpr std::size_t max_accumulator_bytes = 256;
 
-// The pinned result slots: slabs allocated, slots in them, slots free now (for tests).
-struct result_slot_counts {
-  std::size_t slabs = 0;
-  std::size_t slots = 0;
-  std::size_t free = 0;
+// Words of the control block. The atomic strategies use words 0-2 and the accumulator at
+// byte 128 and leave them zero. The single pass counts the blocks that have published their
+// partials in arrival word (epoch & 1), and zeroes the other for the call after it
+// (reduce_kernel.cuh, fold_sync).
+namespace control_word {
+inline constexpr int units_done = 0;
+inline constexpr int tickets = 1;
+inline constexpr int first_stored = 2;
+inline constexpr int arrivals = 4;         // two words: 4 and 5
+inline constexpr int fallback_folds = 6;   // how many folds the last block took over (tests)
+inline constexpr std::size_t accumulator_byte = 128;
+}  // namespace control_word
+
+// The scratch one call owns: the control block, then room for its tile partials; epoch
+// tags this call's partials (partials.cuh), so cells a previous call left behind are never
+// mistaken for this call's. Never 0.
+struct call_scratch {
+  unsigned int* control = nullptr;
+  void* partials = nullptr;
+  unsigned int epoch = 0;
 };
-result_slot_counts result_slots();
+
+// Lends scratch to one call, for all of its launches; the call's launches go to `stream`.
+//  - A stream not being captured: the block that (context, stream id) owns. Work on one
+//    stream runs in order, so its calls may share it; the lease also holds the block's lock
+//    until it is destroyed, so that two host threads enqueuing on one stream never
+//    interleave one call's launches with another's (the two pass launches twice).
+//  - A stream being captured: a block of the graph's own, allocated and zeroed on the
+//    stream and freed after the call's launches (graph memory nodes), so the graph owns it
+//    for its whole life, shares it with nothing, and may be replayed on any stream.
+// partial_bytes is the room the call's partials need. Call launched() once every launch of
+// the call succeeded; a lease destroyed without it (a launch failed or threw) has its block
+// zeroed again behind whatever the call did launch.
+class scratch_lease {
+ public:
+  scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes);
+  ~scratch_lease();
+  scratch_lease(const scratch_lease&) = delete;
+  scratch_lease& operator=(const scratch_lease&) = delete;
+
+  const call_scratch& scratch() const noexcept { return scratch_; }
+  void launched() noexcept { launched_ = true; }
+
+ private:
+  void* entry_ = nullptr;  // the pool's entry for a stream not being captured
+  cudaStream_t stream_ = nullptr;
+  call_scratch scratch_;
+  bool launched_ = false;
+};
+
+// Scratch blocks the pool holds now (one per (context, stream) that has run a reduction
+// needing one, until the stream's entry is released) and their bytes.
+std::size_t scratch_entries();
+std::size_t scratch_bytes();
+
+// At most this many stream entries per context: past it, the least recently used one that
+// no call holds is freed (after the device has finished its work). Entries of a thread's
+// per-thread default stream are freed when the thread exits.
+inline constexpr std::size_t max_scratch_entries = 64;
+
+// Frees every scratch block and result slab that no call holds now, in every context of
+// this process (tally::release_scratch). Waits for the device first.
+void release_all();
 
 // Test hook: the next `count` allocations the runtime makes (a stream's scratch with
 // cudaMalloc, a slab of result slots with cudaHostAlloc) fail as if memory ran out, without
@@ -74,12 +150,32 @@ void fail_next_allocations(int count);
 // Injected failures not yet used.
 int pending_allocation_failures();
 
+// Test hook: word `index` of the control block of `stream`'s scratch (control_word), read
+// after the stream's work has finished; 0 where the stream has no scratch yet.
+unsigned int stream_control_word(int device, cudaStream_t stream, int index);
+
+// Test hook: how long block 0 of a single pass waits without seeing a new partial before it
+// hands the fold to the last block to finish (reduce_kernel.cuh, fold_sync). The default is
+// default_fold_wait_ns; 0 makes every such wait give up at once, forcing the fallback.
+inline constexpr unsigned int default_fold_wait_ns = 1000000;
+void set_fold_wait_ns(unsigned int ns);
+unsigned int fold_wait_ns();
+
+// ---- result slots -------------------------------------------------------------------------
+// The pinned result slots: slabs allocated, slots in them, slots free now (for tests).
+struct result_slot_counts {
+  std::size_t slabs = 0;
+  std::size_t slots = 0;
+  std::size_t free = 0;
+};
+result_slot_counts result_slots();
+
 // How a kernel hands reduce()'s value to the host, in mapped pinned memory: word w holds
 // bytes [4w, 4w + 4) of the value in its low half and handoff_tag in its high half, each
 // word written by one 8-byte store. The host zeroes the words before the launch and takes
 // the value once every word it needs shows the tag, so each word vouches for itself and no
-// fence has to order a value before a flag (that fence cost 0.53-0.65 us a call on the H100,
-// benchmarks/RESULTS.md). The partial cells use the same pattern (partials.cuh).
+// fence has to order a value before a flag. The partial cells use the same pattern
+// (partials.cuh).
 inline constexpr unsigned long long handoff_tag = 1ull << 32;
 inline constexpr std::size_t handoff_words = max_accumulator_bytes / 4;
 struct host_handoff {
@@ -104,6 +200,7 @@ class result_slot {
  private:
   bool handed_over(std::size_t words) const noexcept;
   host_handoff* handoff_;
+  unsigned long long context_;  // the context whose slab holds it
 };
 
 }  // namespace tally::detail
