@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
     double want = 0;
     for (value_t v : host) want += double(v);
     const value_t got = tally::reduce(policy, input.first(), input.first() + n, value_t{});
-    if (!TALLY_TUNE_SKIP_FOLD && std::fabs(double(got) - want) > 1e-5 * std::fabs(want)) {
+    if (std::fabs(double(got) - want) > 1e-5 * std::fabs(want)) {
       std::printf("%s N=2^%d WRONG: %.9g vs %.9g\n", variant, log2n, double(got), want);
       return 1;
     }
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
       const auto want_minmax = std::minmax_element(host.begin(), host.end());
       const auto got_min = tally::min_element(policy, d, d + n) - d;
       const auto got_minmax = tally::minmax_element(policy, d, d + n);
-      if (!TALLY_TUNE_SKIP_FOLD && (got_min != want_min || got_minmax.first - d != want_minmax.first - host.begin() ||
+      if ((got_min != want_min || got_minmax.first - d != want_minmax.first - host.begin() ||
           got_minmax.second - d != want_minmax.second - host.begin())) {
         std::printf("%s N=2^%d WRONG extrema: min %lld vs %lld\n", variant, log2n, (long long)got_min, (long long)want_min);
         return 1;
@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
       const auto [ip_first, ip_last] = products(input.first(), second.first());
       const double got_squares = double(tally::reduce(policy, sq_first, sq_last, value_t{}, tally::plus<value_t>{}));
       const double got_products = double(tally::reduce(policy, ip_first, ip_last, value_t{}, tally::plus<value_t>{}));
-      if (!TALLY_TUNE_SKIP_FOLD && (std::fabs(got_squares - want_squares) > 1e-5 * want_squares ||
+      if ((std::fabs(got_squares - want_squares) > 1e-5 * want_squares ||
                                     std::fabs(got_products - want_products) > 1e-5 * want_products)) {
         std::printf("%s N=2^%d WRONG transform_reduce %.9g vs %.9g or inner_product %.9g vs %.9g\n", variant, log2n,
                     got_squares, want_squares, got_products, want_products);

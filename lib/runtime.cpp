@@ -131,8 +131,10 @@ struct scratch_entry {
   std::size_t bytes = 0;
   unsigned int epoch = 0;      // the last call's
   bool needs_zeroing = false;  // a call's launches did not all succeed
-  int leases = 0;              // calls holding it (under the pool's mutex)
-  bool dropped = false;        // removed from the pool while leased: the last lease deletes it
+  // Calls holding it: raised under the pool's mutex, so that eviction (also under it) never
+  // frees a block a call is about to use; lowered without it.
+  std::atomic<int> leases{0};
+  std::atomic<bool> dropped{false};  // removed from the pool while leased: the last lease deletes it
   std::uint64_t last_use = 0;
 };
 
@@ -266,11 +268,12 @@ void check_stream_device(cudaStream_t stream, int device) {
 // tally::bad_alloc when memory is short, leaving nothing allocated. Zeroed on a private
 // stream: a memset on the caller's stream could be swallowed by a graph capture, and one on
 // the legacy stream would break that capture.
-void* make_zeroed_block(int device, std::size_t bytes) {
+void* make_zeroed_block(int device, unsigned long long stream, std::size_t bytes) {
   void* memory = nullptr;
   const cudaError_t allocated = allocate_device(&memory, bytes);
   if (allocated != cudaSuccess) {
-    const std::string what = "scratch for a stream on device " + std::to_string(device);
+    const std::string what =
+        "the scratch of stream " + std::to_string(stream) + " (its cudaStreamGetId) on device " + std::to_string(device);
     throw_allocation_error(allocated, what.c_str(), bytes);
   }
   relaxed_capture_mode relaxed;
@@ -430,19 +433,26 @@ int current_device() {
 
 unsigned long long current_context(int device) {
   const driver_entry_points& d = driver();
-  CUcontext context = nullptr;
-  if (d.get_current) d.get_current(&context);
-  if (!context) {
-    // No context is current on this thread yet: the runtime makes the device's primary
-    // context current on its first call that needs one.
+  const auto ask = [&d](unsigned long long& id) {
+    CUcontext context = nullptr;
+    if (d.get_current) d.get_current(&context);
+    if (!context) return false;
+    unsigned long long unique = 0;
+    if (d.get_id && d.get_id(context, &unique) == CUDA_SUCCESS) {
+      id = unique + 1;  // never 0
+      return true;
+    }
+    id = reinterpret_cast<std::uintptr_t>(context);  // a driver without cuCtxGetId
+    return d.get_id == nullptr;
+  };
+  unsigned long long id = 0;
+  if (!ask(id)) {
+    // No live context is current on this thread yet (a new thread, or the first call after a
+    // cudaDeviceReset): the runtime makes the device's primary context current on its first
+    // call that needs one.
     relaxed_capture_mode relaxed;
     check_cuda_call(cudaFree(nullptr), "starting the device's CUDA context");
-    if (d.get_current) d.get_current(&context);
-  }
-  unsigned long long id = reinterpret_cast<std::uintptr_t>(context);
-  if (context && d.get_id) {
-    unsigned long long unique = 0;
-    if (d.get_id(context, &unique) == CUDA_SUCCESS) id = unique + 1;  // never 0
+    if (!ask(id)) throw_cuda_failure(cudaErrorContextIsDestroyed, "finding the current CUDA context");
   }
   if (id == thread_context) return id;  // this thread's last context: nothing to learn
   unsigned long long ended = 0;
@@ -562,7 +572,7 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
     return;
   }
   const unsigned long long id = stream_id(stream);
-  check_stream_device(stream, device);
+  check_stream_of_device(stream, device);
   auto& p = pool();
   scratch_entry* entry = nullptr;
   {
@@ -584,7 +594,7 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
   entry->lock.lock();
   try {
     if (entry->bytes < needed) {
-      void* grown = make_zeroed_block(device, block_bytes_for(needed));
+      void* grown = make_zeroed_block(device, id, block_bytes_for(needed));
       free_device_block(entry->memory);  // waits for the device: no kernel still uses it
       entry->memory = grown;
       entry->bytes = block_bytes_for(needed);
@@ -599,9 +609,17 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
       if (entry->epoch == 0) entry->epoch = 1;
     }
   } catch (...) {
+    // A stream whose first block could not be made leaves no entry behind: the pool is as it
+    // was before the call.
     entry->lock.unlock();
     std::lock_guard<std::mutex> lock(p.mutex);
-    --entry->leases;
+    if (--entry->leases == 0) {
+      if (entry->dropped) {
+        delete entry;
+      } else if (!entry->memory) {
+        p.entries.erase({context, id});
+      }
+    }
     entry_ = nullptr;
     throw;
   }
@@ -618,8 +636,8 @@ scratch_lease::~scratch_lease() {
   auto* entry = static_cast<scratch_entry*>(entry_);
   if (!launched_) entry->needs_zeroing = true;
   entry->lock.unlock();
-  std::lock_guard<std::mutex> lock(pool().mutex);
-  if (--entry->leases == 0 && entry->dropped) delete entry;
+  const bool dropped = entry->dropped.load();
+  if (entry->leases.fetch_sub(1) == 1 && dropped) delete entry;
 }
 
 unsigned int stream_control_word(int device, cudaStream_t stream, int index) {
@@ -717,8 +735,9 @@ result_slot_counts result_slots() {
   return {p.slabs.size(), p.slabs.size() * slots_per_slab, p.free_slots.size()};
 }
 
-result_slot::result_slot() : handoff_(nullptr), context_(0) {
-  const int device = current_device();
+result_slot::result_slot() : result_slot(current_device()) {}
+
+result_slot::result_slot(int device) : handoff_(nullptr), context_(0) {
   context_ = current_context(device);
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);

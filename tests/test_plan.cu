@@ -17,13 +17,38 @@ void expect_valid_plan(std::uint64_t n, int vw) {
   EXPECT_EQ(plan.n, n);
   EXPECT_EQ(plan.step_items, std::uint64_t(tally::detail::block_threads) * tally::detail::loads_per_step * vw);
   EXPECT_EQ(plan.tile_items, plan.step_items * std::uint64_t(plan.steps_per_tile));
-  EXPECT_GE(plan.steps_per_tile, 1);
+  EXPECT_GE(plan.steps_per_tile, 1u);
   EXPECT_LE(plan.tiles, plan_max_tiles);
   EXPECT_GE(plan.tiles * plan.tile_items, n);
   if (n > 0) EXPECT_LT((plan.tiles - 1) * plan.tile_items, n);
   if (n == 0) EXPECT_EQ(plan.tiles, 0u);
   // Only the last tile may be partial.
   for (std::uint64_t t = 0; t + 1 < plan.tiles; ++t) ASSERT_TRUE(plan.tile_is_full(t));
+}
+
+// A range's length is below 2^63 (its difference_type is signed 64-bit). Every plan up to
+// that is exact: steps per tile above 2^31 (once an int, which wrapped at N > 2^53 and made
+// 2^62 elements a fast wrong answer), full tiles really full, the last one holding the rest.
+TEST(plan, is_exact_up_to_the_longest_range) {
+  for (int vw : {1, 2, 4, 16}) {
+    for (std::uint64_t n : {std::uint64_t(1) << 53, (std::uint64_t(1) << 53) + 1, (std::uint64_t(1) << 54) + 12345,
+                            std::uint64_t(1) << 62, (std::uint64_t(1) << 62) + 3, (std::uint64_t(1) << 63) - 1}) {
+      SCOPED_TRACE("n = " + std::to_string(n) + ", vector width " + std::to_string(vw));
+      const auto plan = make_plan(n, vw);
+      const unsigned __int128 covered = (unsigned __int128)plan.tiles * plan.tile_items;
+      if (n >= std::uint64_t(1) << 62) EXPECT_GT(plan.steps_per_tile, std::uint64_t(1) << 31) << "where the int overflowed";
+      EXPECT_EQ((unsigned __int128)plan.steps_per_tile * plan.step_items, (unsigned __int128)plan.tile_items);
+      EXPECT_LE(plan.tiles, plan_max_tiles);
+      EXPECT_GE(covered, (unsigned __int128)n);
+      EXPECT_LT(covered - plan.tile_items, (unsigned __int128)n);
+      EXPECT_TRUE(plan.tile_is_full(plan.tiles - 2));
+      EXPECT_EQ(plan.tile_is_full(plan.tiles - 1), n % plan.tile_items == 0);
+      // The ordered plan's tile bounds stay inside the range.
+      const auto last = tally::detail::ordered_tile_of(plan, plan.tiles - 1);
+      EXPECT_EQ(last.end, n);
+      EXPECT_LT(last.begin, n);
+    }
+  }
 }
 
 TEST(plan, covers_boundary_sizes) {

@@ -161,9 +161,9 @@ TEST(host_backend_follows_the_plan, multi_step_tiles_match_the_oracle) {
   // Past plan_max_tiles steps, tiles take several steps each: 8-byte values, 2 per chunk.
   seeded s(17);
   SCOPED_TRACE(s.trace());
-  const std::size_t n = tally::detail::max_tiles * 2048 + 12345;
+  const std::size_t n = std::size_t(4) * tally::detail::plan_max_tiles * 2048 + 12345;
   const auto u = random_values<unsigned long long>(n, s.rng);
-  ASSERT_GT(tally::detail::make_plan_for<unsigned long long>(n).steps_per_tile, 1);
+  ASSERT_GT(tally::detail::make_plan_for<unsigned long long>(n).steps_per_tile, 1u);
   EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 3ull,
                           tally::commutative([](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; })),
             tally_test::oracle::reduce(u, 3ull, [](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; }));

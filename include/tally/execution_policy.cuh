@@ -121,8 +121,16 @@ namespace detail {
 // stream where it is compiled with `nvcc --default-stream per-thread` (which defines
 // CUDA_API_PER_THREAD_DEFAULT_STREAM), else the legacy default stream. Resolved here, in the
 // user's code, because tally's compiled runtime cannot know how the caller was compiled and
-// would otherwise take 0 for the legacy stream. As in Thrust, translation units of one program
-// built with and without the flag should not share instantiations of tally's templates.
+// would otherwise take 0 for the legacy stream. These functions live in an inline namespace
+// named after the mode, so that translation units built with and without the flag get
+// functions of different names rather than two bodies under one name. tally's algorithm
+// templates are still one name in both: as with Thrust, a program should not instantiate
+// the same algorithm with the same types in translation units of both kinds.
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+inline namespace per_thread_default_stream {
+#else
+inline namespace legacy_default_stream {
+#endif
 inline cudaStream_t default_stream() {
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
   return cudaStreamPerThread;
@@ -146,6 +154,8 @@ auto normalize_policy(const P& p) {
     return host_policy{};
   }
 }
+
+}  // inline namespace of the default stream's mode
 
 template <class P>
 using normalized_policy_t = decltype(normalize_policy(std::declval<const P&>()));

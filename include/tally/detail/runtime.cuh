@@ -151,7 +151,8 @@ void fail_next_allocations(int count);
 int pending_allocation_failures();
 
 // Test hook: word `index` of the control block of `stream`'s scratch (control_word), read
-// after the stream's work has finished; 0 where the stream has no scratch yet.
+// after the stream's work has finished; 0 where the stream has no scratch yet. A count kept
+// there (fallback_folds) starts again at 0 whenever the block grows or is zeroed again.
 unsigned int stream_control_word(int device, cudaStream_t stream, int index);
 
 // Test hook: how long block 0 of a single pass waits without seeing a new partial before it
@@ -187,6 +188,7 @@ struct host_handoff {
 class result_slot {
  public:
   result_slot();  // its words start zeroed: no value handed over
+  explicit result_slot(int device);  // the same, for the current device when the caller knows it
   ~result_slot();
   result_slot(const result_slot&) = delete;
   result_slot& operator=(const result_slot&) = delete;
