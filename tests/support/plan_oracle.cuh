@@ -46,7 +46,7 @@ Acc reduce(const std::vector<V>& values, Acc init, Op op) {
   for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
     std::vector<std::optional<Acc>> threads(block_threads);
     for (int t = 0; t < block_threads; ++t) {
-      for (int s = 0; s < plan.steps_per_tile; ++s) {
+      for (std::uint64_t s = 0; s < plan.steps_per_tile; ++s) {
         for (int u = 0; u < loads_per_step; ++u) {
           for (std::uint64_t j = 0; j < vw; ++j) {
             const std::uint64_t i =
