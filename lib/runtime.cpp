@@ -73,6 +73,9 @@ const driver_entry_points& driver() {
 // The id of the context this thread last ran a call in (0: none yet); thread-local caches
 // of CUDA facts compare it with the id they were filled under.
 thread_local unsigned long long thread_context = 0;
+// Within one algorithm call (algorithm_scope) the context cannot change under this thread,
+// so it is asked of the driver once per call, not by every part that needs it.
+thread_local int scoped_device = -1;
 
 // ---- the pools --------------------------------------------------------------------------------
 // The test hook's count of allocations still to fail (fail_next_allocations).
@@ -140,17 +143,28 @@ struct scratch_entry {
 
 using scratch_key = std::pair<unsigned long long, unsigned long long>;  // (context, stream id)
 
+// Whether `context` is the live context of `device`, asked of the driver (for the pools'
+// destructors at process exit, where the registry may not have seen a reset yet).
+bool is_live_context_of(int device, unsigned long long context);
+
 struct scratch_pool {
   std::mutex mutex;
   std::map<scratch_key, std::unique_ptr<scratch_entry>> entries;
   std::uint64_t clock = 0;
+  // At process exit. The pool is a function-local static made after the CUDA runtime
+  // started, so it is destroyed before the runtime shuts down; a block is freed only where
+  // its context is still the device's live one, so that nothing of a reset context is
+  // touched. Errors are dropped: the process is ending.
+  ~scratch_pool() {
+    for (auto& [key, entry] : entries)
+      if (entry->memory && is_live_context_of(entry->device, entry->context) && cudaFree(entry->memory) != cudaSuccess)
+        cudaGetLastError();
+  }
 };
 
-// Never destroyed: a pool freed at process exit could run after CUDA has shut down, or
-// after a reset ended the context its memory belonged to. The process's end frees it all.
 scratch_pool& pool() {
-  static auto* p = new scratch_pool;
-  return *p;
+  static scratch_pool p;
+  return p;
 }
 
 constexpr std::size_t slot_bytes = (sizeof(host_handoff) + 63) / 64 * 64;  // whole cache lines
@@ -166,11 +180,17 @@ struct slot_pool {
   std::mutex mutex;
   std::vector<slab> slabs;
   std::vector<void*> free_slots;
+  std::vector<int> slab_devices;  // the device current when each slab was allocated
+  ~slot_pool() {  // at process exit, as scratch_pool's
+    for (std::size_t i = 0; i < slabs.size(); ++i)
+      if (is_live_context_of(slab_devices[i], slabs[i].context) && cudaFreeHost(slabs[i].memory) != cudaSuccess)
+        cudaGetLastError();
+  }
 };
 
 slot_pool& slots() {
-  static auto* p = new slot_pool;
-  return *p;
+  static slot_pool p;
+  return p;
 }
 
 slab* slab_of(slot_pool& p, const void* slot) {
@@ -218,8 +238,11 @@ void forget_context(unsigned long long context) {
     if (owner && owner->context != context) kept.push_back(slot);
   }
   s.free_slots.swap(kept);
-  s.slabs.erase(std::remove_if(s.slabs.begin(), s.slabs.end(), [&](const slab& b) { return b.context == context; }),
-                s.slabs.end());
+  for (std::size_t i = s.slabs.size(); i-- > 0;) {
+    if (s.slabs[i].context != context) continue;
+    s.slabs.erase(s.slabs.begin() + std::ptrdiff_t(i));
+    s.slab_devices.erase(s.slab_devices.begin() + std::ptrdiff_t(i));
+  }
 }
 
 bool context_is_live(int device, unsigned long long context) {
@@ -395,7 +418,10 @@ std::string remedy_for(cudaError_t code) {
 // The outermost scope names the call: tally::min_element runs through reduce's code, and
 // its errors should say min_element.
 algorithm_scope::algorithm_scope(const char* algorithm) noexcept : previous_(running_algorithm) {
-  if (!previous_) running_algorithm = algorithm;
+  if (!previous_) {
+    running_algorithm = algorithm;
+    scoped_device = -1;
+  }
 }
 algorithm_scope::~algorithm_scope() { running_algorithm = previous_; }
 const char* current_algorithm() noexcept { return running_algorithm; }
@@ -432,6 +458,7 @@ int current_device() {
 }
 
 unsigned long long current_context(int device) {
+  if (running_algorithm && scoped_device == device) return thread_context;
   const driver_entry_points& d = driver();
   const auto ask = [&d](unsigned long long& id) {
     CUcontext context = nullptr;
@@ -454,6 +481,7 @@ unsigned long long current_context(int device) {
     check_cuda_call(cudaFree(nullptr), "starting the device's CUDA context");
     if (!ask(id)) throw_cuda_failure(cudaErrorContextIsDestroyed, "finding the current CUDA context");
   }
+  if (running_algorithm) scoped_device = device;
   if (id == thread_context) return id;  // this thread's last context: nothing to learn
   unsigned long long ended = 0;
   {
@@ -469,6 +497,20 @@ unsigned long long current_context(int device) {
   thread_context = id;
   return id;
 }
+
+namespace {
+bool is_live_context_of(int device, unsigned long long context) {
+  const driver_entry_points& d = driver();
+  if (!d.get_current || !d.get_id || cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  CUcontext current = nullptr;
+  unsigned long long unique = 0;
+  if (d.get_current(&current) != CUDA_SUCCESS || !current || d.get_id(current, &unique) != CUDA_SUCCESS) return false;
+  return unique + 1 == context;
+}
+}  // namespace
 
 const device_properties& properties(int device) {
   // Lock-free after the first query of a device; entries live until process exit.
@@ -701,9 +743,12 @@ void release_all() {
   auto& s = slots();
   std::lock_guard<std::mutex> lock(s.mutex);
   std::vector<slab> kept;
-  for (slab& b : s.slabs) {
+  std::vector<int> kept_devices;
+  for (std::size_t i = 0; i < s.slabs.size(); ++i) {
+    slab& b = s.slabs[i];
     if (b.in_use > 0) {
       kept.push_back(b);
+      kept_devices.push_back(s.slab_devices[i]);
       continue;
     }
     const char* begin = static_cast<const char*>(b.memory);
@@ -716,6 +761,7 @@ void release_all() {
     if (cudaFreeHost(b.memory) != cudaSuccess) cudaGetLastError();
   }
   s.slabs.swap(kept);
+  s.slab_devices.swap(kept_devices);
 }
 
 void fail_next_allocations(int count) {
@@ -750,6 +796,7 @@ result_slot::result_slot(int device) : handoff_(nullptr), context_(0) {
     const cudaError_t allocated = allocate_pinned(&memory, bytes);
     if (allocated != cudaSuccess) throw_allocation_error(allocated, "a slab of pinned result slots", bytes);
     p.slabs.push_back(slab{memory, context_, 0});
+    p.slab_devices.push_back(device);
     for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(memory) + i * slot_bytes);
   }
   handoff_ = static_cast<host_handoff*>(p.free_slots.back());

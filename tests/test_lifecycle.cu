@@ -1304,19 +1304,24 @@ void forward_progress_fallback_fold() {
   seeded s(3701);
   note seed(s.trace());
   // From 3 tiles to the plan's 2048 (tiles of 8192 floats or 4096 doubles), both roles of
-  // block 0, and grids too small to hold every tile at once.
+  // block 0, grids too small to hold every tile at once, and grids too large to be resident
+  // at once: there block 0 gives up while blocks have yet to start, which is when the
+  // fallback must fold (partials.cuh, fold_sync).
   const std::vector<fold_shape> float_shapes =
-      light ? std::vector<fold_shape>{{(1u << 14) + 1, 0}, {(1u << 17) + 7, 0}, {(1u << 18) + 3, 0}, {1u << 18, 4}, {1u << 18, 1}}
+      light ? std::vector<fold_shape>{{(1u << 14) + 1, 0}, {(1u << 17) + 7, 0}, {(1u << 18) + 3, 0}, {1u << 18, 4}, {1u << 18, 1},
+                                      {(1u << 22) + 9, 4096}}
             : std::vector<fold_shape>{{(1u << 14) + 1, 0}, {(1u << 17) + 7, 0}, {(1u << 20) + 3, 0}, {1u << 24, 0},
-                                      {(1u << 24) + 5, 0}, {1u << 22, 4},       {1u << 22, 1}};
+                                      {(1u << 24) + 5, 0}, {1u << 22, 4},       {1u << 22, 1},       {(1u << 22) + 9, 4096},
+                                      {(1u << 24) + 5, 8192}};
   const std::vector<fold_shape> double_shapes =
       light ? std::vector<fold_shape>{{(1u << 13) + 1, 0}, {(1u << 17) + 7, 0}, {(1u << 18) + 3, 0}, {1u << 18, 4}, {1u << 18, 1}}
             : std::vector<fold_shape>{{(1u << 13) + 1, 0}, {(1u << 17) + 7, 0}, {(1u << 20) + 3, 0}, {1u << 23, 0},
-                                      {(1u << 24) + 5, 0}, {1u << 22, 4},       {1u << 22, 1}};
+                                      {(1u << 24) + 5, 0}, {1u << 22, 4},       {1u << 22, 1},       {(1u << 22) + 3, 4096}};
   // The ordered plan's tiles hold 4096 maps; one or two tiles take a kernel without scratch.
   const std::vector<fold_shape> affine_shapes =
       light ? std::vector<fold_shape>{{3 * 4096 + 5, 0}, {(1u << 16) + 7, 0}, {1u << 16, 3}}
-            : std::vector<fold_shape>{{3 * 4096 + 5, 0}, {(1u << 17) + 7, 0}, {(1u << 20) + 3, 0}, {1u << 20, 3}};
+            : std::vector<fold_shape>{{3 * 4096 + 5, 0}, {(1u << 17) + 7, 0}, {(1u << 20) + 3, 0}, {1u << 20, 3},
+                                      {(1u << 22) + 3, 4096}};
   const auto largest = [](const std::vector<fold_shape>& shapes) {
     std::size_t n = 0;
     for (const auto& shape : shapes) n = std::max(n, shape.n);

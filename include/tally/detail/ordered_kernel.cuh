@@ -460,15 +460,14 @@ __global__ void __launch_bounds__(block_threads, 2)
     if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
     return;
   }
+  unsigned int arrived_before = 0;
+  if (blockIdx.x != 0 && threadIdx.x == 0) arrived_before = arrive(sync);
   ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch);
   // Block 0 reduces its own tiles first (folding only, as the commutative kernel does with
   // few tiles, measured slower here), then folds.
   bool gave_up = false;
   if (blockIdx.x != 0) {
-    __shared__ bool folds;
-    if (threadIdx.x == 0) folds = last_arrival_folds(sync);
-    __syncthreads();
-    if (!folds) return;
+    if (!tile_block_folds(sync, arrived_before)) return;
     const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync.epoch, nullptr, gave_up);
     if (threadIdx.x == 0) {
       publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);

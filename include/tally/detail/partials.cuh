@@ -89,12 +89,17 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
 // without a new one it gives up, and the last tile block to finish folds instead, by the same
 // code and so to the same bits (the seeds' last-block guard, as a fallback).
 //
-// arrivals[epoch & 1] counts the tile blocks (every block but 0) that have published all
-// their partials; bit 31 says block 0 gave up. Each tile block adds 1 when done; the one
-// that brings the count to `units` folds if the bit is set. Block 0 sets the bit only while
-// the count is short of `units`; once every tile block has arrived, every partial has been
-// published and block 0 waits on. Block 0 zeroes the other word for the stream's next call,
-// which uses it; the runtime zeroes both after a call that did not run to the end.
+// arrivals[epoch & 1] counts the tile blocks (every block but 0) that have started, that is,
+// become resident; bit 31 says block 0 gave up. Each tile block adds 1 as it starts (the
+// atomic's answer is needed only when the block ends, so its latency hides behind the
+// block's loads, and the blocks' atomics on the one word do not queue up at their ends).
+// Block 0 sets the bit only while the count is short of `units`: some tile block has not
+// become resident, which is exactly when waiting could last forever. Once every tile block
+// has started, each will finish (tile blocks wait for nothing), so block 0 waits on. The
+// block that brought the count to `units` is the last to start; if the bit was set by then
+// it folds, after its own tiles, waiting (without bound) for partials of blocks that are all
+// resident. Block 0 zeroes the other word for the stream's next call, which uses it; the
+// runtime zeroes both after a call that did not run to the end.
 struct fold_sync {
   unsigned int* control = nullptr;  // the call's control block (runtime.cuh, control_word)
   unsigned int epoch = 0;
@@ -107,11 +112,9 @@ __device__ __forceinline__ unsigned int* arrival_word(const fold_sync& sync, uns
   return sync.control + control_word::arrivals + (epoch & 1u);
 }
 
-__device__ __forceinline__ std::uint64_t global_time_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+// The wait is counted in SM clock cycles (clock64 costs a few cycles where %globaltimer
+// costs far more on every poll); at the 1-2 GHz a GPU runs, a nanosecond is one or two.
+__device__ __forceinline__ long long wait_cycles(const fold_sync& sync) { return 2ll * sync.wait_ns; }
 
 // Called by one lane of a warp of block 0 whose wait ran out: whether block 0 gives up the
 // fold (some tile block has not arrived yet) or waits on (all have).
@@ -121,14 +124,25 @@ __device__ __forceinline__ bool block0_gives_up(const fold_sync& sync) {
   return (before & ~gave_up_bit) < units;
 }
 
-// Called by thread 0 of every tile block once its partials are published: whether this block
-// is the last to finish while block 0 has given up, so that it must fold.
-__device__ __forceinline__ bool last_arrival_folds(const fold_sync& sync) {
-  // No fence: the folder polls each cell until it shows this call's epoch, so it needs no
-  // promise that the partials are visible before the count.
+// Called by thread 0 of every tile block as it starts: the count before its own arrival.
+__device__ __forceinline__ unsigned int arrive(const fold_sync& sync) {
+  return atomicAdd(arrival_word(sync, sync.epoch), 1u);
+}
+
+// At the end of a tile block, with what arrive returned: whether this block was the last to
+// start while block 0 had already given up, so that it must fold. No fence is needed: the
+// folder polls each cell until it shows this call's epoch.
+__device__ __forceinline__ bool last_arrival_folds(const fold_sync& sync, unsigned int before) {
   const unsigned int units = gridDim.x - 1;
-  const unsigned int before = atomicAdd(arrival_word(sync, sync.epoch), 1u);
   return (before & ~gave_up_bit) + 1 == units && (before & gave_up_bit) != 0;
+}
+
+// A tile block's end: thread 0 tells the block whether it folds for block 0.
+__device__ __forceinline__ bool tile_block_folds(const fold_sync& sync, unsigned int before) {
+  __shared__ bool folds;
+  if (threadIdx.x == 0) folds = last_arrival_folds(sync, before);
+  __syncthreads();
+  return folds;
 }
 
 // Block 0's first act: the stream's next call counts in the other word.
@@ -156,10 +170,10 @@ __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std
     return;
   }
   if (__all_sync(0xffffffffu, ready)) return;
-  std::uint64_t since = bounded ? global_time_ns() : 0;
+  const long long since = bounded ? clock64() : 0;
   while (!__all_sync(0xffffffffu, ready)) {
     if (!ready) ready = cells[k].try_read(value, epoch);
-    if (bounded && global_time_ns() - since > bounded->wait_ns) {
+    if (bounded && clock64() - since > wait_cycles(*bounded)) {
       bool stop = false;
       if ((threadIdx.x % 32) == 0) stop = block0_gives_up(*bounded);
       stop = __shfl_sync(0xffffffffu, stop, 0);

@@ -628,6 +628,8 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
                               host_handoff* handoff, fold_block_role role) {
   wait_for_prior_grid();
   prepare_next_call(sync);
+  unsigned int arrived_before = 0;
+  if (blockIdx.x != 0 && threadIdx.x == 0) arrived_before = arrive(sync);
   const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
   if (blockIdx.x >= fold_blocks) {
     std::uint64_t first = blockIdx.x - fold_blocks;
@@ -638,11 +640,8 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
   }
   bool gave_up = false;
   if (blockIdx.x != 0) {
-    // A tile block: count itself done, and fold if it is the last while block 0 has given up.
-    __shared__ bool folds;
-    if (threadIdx.x == 0) folds = last_arrival_folds(sync);
-    __syncthreads();
-    if (!folds) return;
+    // A tile block: fold if it was the last to start while block 0 had given up.
+    if (!tile_block_folds(sync, arrived_before)) return;
     const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync.epoch, nullptr,
                                                    gave_up);
     if (threadIdx.x == 0) {
