@@ -335,8 +335,9 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
 // polls converged (poll_converged). Cells are read, never cleared (partials.cuh). With
 // `bounded`, as fold_published_partials (reduce_kernel.cuh).
 template <class Acc, class Op>
-__device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op,
-                                               unsigned int epoch, const fold_sync* bounded, bool& gave_up) {
+__device__ __forceinline__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::uint64_t tiles, Op& op,
+                                                               fold_sync sync, bool bounded, bool& gave_up) {
+  const unsigned int epoch = sync.epoch;
   const std::uint64_t per_thread = ordered_partials_per_thread(tiles);
   const std::uint64_t from = std::uint64_t(threadIdx.x) * per_thread;
   const std::uint64_t to = from + per_thread < tiles ? from + per_thread : tiles;
@@ -347,7 +348,7 @@ __device__ Acc ordered_fold_published_partials(partial_cell<Acc>* cells, std::ui
     const std::uint64_t k = from + round;
     Acc value;
     bool ready = k >= to;
-    poll_converged(cells, k, ready, value, epoch, bounded, warp_gave_up);
+    poll_converged(cells, k, ready, value, epoch, sync, bounded, warp_gave_up);
     if (k < to && !warp_gave_up) {
       acc = valid ? static_cast<Acc>(op(acc, value)) : value;
       valid = true;
@@ -468,14 +469,14 @@ __global__ void __launch_bounds__(block_threads, 2)
   bool gave_up = false;
   if (blockIdx.x != 0) {
     if (!tile_block_folds(sync, arrived_before)) return;
-    const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync.epoch, nullptr, gave_up);
+    const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, false, gave_up);
     if (threadIdx.x == 0) {
       publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
       atomicAdd(sync.control + control_word::fallback_folds, 1u);
     }
     return;
   }
-  const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync.epoch, &sync, gave_up);
+  const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, true, gave_up);
   if (threadIdx.x == 0 && !gave_up) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
@@ -493,7 +494,7 @@ __global__ void __launch_bounds__(block_threads)
                                  Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
   bool gave_up = false;
-  const Acc total = ordered_fold_published_partials(cells, tiles, op, epoch, nullptr, gave_up);
+  const Acc total = ordered_fold_published_partials(cells, tiles, op, fold_sync{nullptr, epoch, 0}, false, gave_up);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 

@@ -156,33 +156,34 @@ __device__ __forceinline__ void prepare_next_call(const fold_sync& sync) {
 // converged (a lane that left its poll loop as soon as its partial landed diverged from its
 // warp until the warp's tree, and cost up to 0.65 us a call on the H100).
 //
-// With a fold_sync (block 0 of a single pass), the wait is bounded: if wait_ns pass without
+// With `bounded` (block 0 of a single pass), the wait is bounded: if wait_ns pass without
 // the warp's cells all arriving, one lane asks block0_gives_up; the answer is the warp's,
-// and true means the warp stops waiting (gave_up) and block 0 will not fold. Without one
-// (the two pass's fold, or the last tile block folding for block 0), every partial is known
-// to be published or on its way, and the wait is unbounded.
+// and true means the warp stops waiting (gave_up) and block 0 will not fold. Without it (the
+// two pass's fold, or the last tile block folding for block 0), every partial is known to be
+// published or on its way, and the wait is unbounded. The sync travels by value: a pointer
+// to the kernel's parameter made the compiler copy it to the stack, and the poll read it
+// from local memory.
 template <class Partial>
 __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std::uint64_t k, bool& ready,
-                                               Partial& value, unsigned int epoch, const fold_sync* bounded,
+                                               Partial& value, unsigned int epoch, fold_sync sync, bool bounded,
                                                bool& gave_up) {
   if (gave_up) {
     ready = true;
     return;
   }
-  if (__all_sync(0xffffffffu, ready)) return;
   const long long since = bounded ? clock64() : 0;
   while (!__all_sync(0xffffffffu, ready)) {
     if (!ready) ready = cells[k].try_read(value, epoch);
-    if (bounded && clock64() - since > wait_cycles(*bounded)) {
+    if (bounded && clock64() - since > wait_cycles(sync)) {
       bool stop = false;
-      if ((threadIdx.x % 32) == 0) stop = block0_gives_up(*bounded);
+      if ((threadIdx.x % 32) == 0) stop = block0_gives_up(sync);
       stop = __shfl_sync(0xffffffffu, stop, 0);
       if (stop) {
         gave_up = true;
         ready = true;
         return;
       }
-      bounded = nullptr;  // every tile block has arrived: wait on
+      bounded = false;  // every tile block has started: wait on
     }
   }
 }

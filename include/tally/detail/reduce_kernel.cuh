@@ -505,9 +505,11 @@ __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64
 // With `bounded` (block 0 of a single pass) the waits are bounded (partials.cuh, fold_sync);
 // gave_up then says, in thread 0, that block 0 gave the fold up and must publish nothing.
 template <class Acc, class Op, class Codec>
-__device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
-                                       std::uint64_t tiles, std::uint64_t tile_items, Op& op, unsigned int epoch,
-                                       const fold_sync* bounded, bool& gave_up) {
+__device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
+                                                       partial_cell<typename Codec::partial_type>* cells,
+                                                       std::uint64_t tiles, std::uint64_t tile_items, Op& op,
+                                                       fold_sync sync, bool bounded, bool& gave_up) {
+  const unsigned int epoch = sync.epoch;
   using partial_t = typename Codec::partial_type;
   // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
   // polled 16 at a time measured slower than 4 at a time.
@@ -529,7 +531,7 @@ __device__ Acc fold_published_partials(const Codec& codec, partial_cell<typename
     for (int j = 0; j < batch; ++j) {
       if (round_begin + std::uint64_t(j) * block_threads >= tiles) break;  // the same for the whole block
       const std::uint64_t k = base + std::uint64_t(j) * block_threads;
-      poll_converged(cells, k, ready[j], value[j], epoch, bounded, warp_gave_up);
+      poll_converged(cells, k, ready[j], value[j], epoch, sync, bounded, warp_gave_up);
       if (k < tiles && !warp_gave_up) {
         const Acc partial = codec.decode(value[j], k * tile_items);
         acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
@@ -642,16 +644,15 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
   if (blockIdx.x != 0) {
     // A tile block: fold if it was the last to start while block 0 had given up.
     if (!tile_block_folds(sync, arrived_before)) return;
-    const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync.epoch, nullptr,
-                                                   gave_up);
+    const Acc total =
+        fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
     if (threadIdx.x == 0) {
       publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
       atomicAdd(sync.control + control_word::fallback_folds, 1u);
     }
     return;
   }
-  const Acc total =
-      fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync.epoch, &sync, gave_up);
+  const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, true, gave_up);
   if (threadIdx.x == 0 && !gave_up) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
@@ -673,7 +674,8 @@ __global__ void __launch_bounds__(block_threads)
                          host_handoff* handoff) {
   wait_for_prior_grid();
   bool gave_up = false;
-  const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op, epoch, nullptr, gave_up);
+  const Acc total =
+      fold_published_partials<Acc>(codec, cells, tiles, tile_items, op, fold_sync{nullptr, epoch, 0}, false, gave_up);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
