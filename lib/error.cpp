@@ -14,9 +14,7 @@ bad_alloc::bad_alloc(cudaError_t code, const std::string& what_failed) : message
 namespace detail {
 
 void throw_allocation_error(cudaError_t code, const char* what, std::size_t bytes) {
-  const char* algorithm = current_algorithm();
-  const std::string who = algorithm ? std::string("tally::") + algorithm : std::string("tally");
-  const std::string message = who + ": could not allocate " + what + " (" + std::to_string(bytes) + " bytes): " +
+  const std::string message = message_subject() + ": could not allocate " + what + " (" + std::to_string(bytes) + " bytes): " +
                               cudaGetErrorName(code) + " (" + cudaGetErrorString(code) +
                               "); nothing was launched, so free memory (tally::release_scratch() hands back what "
                               "tally holds) and call again.";

@@ -361,7 +361,7 @@ struct per_thread_entries {
 };
 thread_local per_thread_entries this_threads_entries;
 
-std::atomic<unsigned int> fold_wait{default_fold_wait_ns};
+std::atomic<unsigned int> fold_polls{default_fold_poll_limit};
 
 thread_local const char* running_algorithm = nullptr;
 
@@ -425,12 +425,14 @@ algorithm_scope::algorithm_scope(const char* algorithm) noexcept : previous_(run
 }
 algorithm_scope::~algorithm_scope() { running_algorithm = previous_; }
 const char* current_algorithm() noexcept { return running_algorithm; }
+std::string message_subject() {
+  const char* algorithm = current_algorithm();
+  return algorithm ? std::string("tally::") + algorithm : std::string("tally");
+}
 
 void throw_cuda_failure(cudaError_t code, const char* action) {
   cudaGetLastError();  // the failed call recorded `code` as the thread's last error: tally reports it here
-  const char* algorithm = current_algorithm();
-  const std::string who = algorithm ? std::string("tally::") + algorithm : std::string("tally");
-  throw cuda_error(code, who + ": " + action + " failed with " + cudaGetErrorName(code) + " (" +
+  throw cuda_error(code, message_subject() + ": " + action + " failed with " + cudaGetErrorName(code) + " (" +
                              cudaGetErrorString(code) + "); " + remedy_for(code) + ".");
 }
 
@@ -445,9 +447,7 @@ int current_device() {
     if (status != cudaSuccess || count == 0) {
       cudaGetLastError();  // leave no sticky-looking error behind for the caller
       const cudaError_t reported = status == cudaSuccess ? cudaErrorNoDevice : status;
-      const char* algorithm = current_algorithm();
-      throw cuda_error(reported, std::string(algorithm ? "tally::" : "tally") + (algorithm ? algorithm : "") +
-                                     ": no CUDA device is available for a device policy (" +
+      throw cuda_error(reported, message_subject() + ": no CUDA device is available for a device policy (" +
                                      cudaGetErrorName(reported) + "); use tally::host for host data.");
     }
     device_seen.store(true, std::memory_order_relaxed);
@@ -591,6 +591,15 @@ void check_stream_of_device(cudaStream_t stream, int device) {
   last_context = thread_context;
 }
 
+void refuse_capture_of_host_result(cudaStream_t stream) {
+  if (!is_capturing(stream)) return;
+  throw_invalid_argument(current_algorithm() ? current_algorithm() : "reduce",
+                         "the policy's stream is being captured into a CUDA graph, and this call returns its result "
+                         "to the host, which a captured call cannot do (its work runs only when the graph is "
+                         "launched); inside a capture use tally::reduce_into, which writes the result to device "
+                         "memory, or call after the capture ends.");
+}
+
 // ---- scratch --------------------------------------------------------------------------------
 
 scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes) : stream_(stream) {
@@ -645,7 +654,8 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
     ++entry->epoch;
     if (entry->epoch == 0 || entry->needs_zeroing) {
       // After 2^32 calls the epochs come round again, and after a call whose launches did not
-      // all succeed the arrival words may be dirty: zero the block behind the stream's work.
+      // all succeed the atomic strategies' counters may be dirty: zero the block behind the
+      // stream's work.
       check_cuda_call(cudaMemsetAsync(entry->memory, 0, entry->bytes, stream), "zeroing a stream's scratch");
       entry->needs_zeroing = false;
       if (entry->epoch == 0) entry->epoch = 1;
@@ -770,8 +780,8 @@ void fail_next_allocations(int count) {
 
 int pending_allocation_failures() { return injected_allocation_failures.load(std::memory_order_relaxed); }
 
-void set_fold_wait_ns(unsigned int ns) { fold_wait.store(ns, std::memory_order_relaxed); }
-unsigned int fold_wait_ns() { return fold_wait.load(std::memory_order_relaxed); }
+void set_fold_poll_limit(unsigned int polls) { fold_polls.store(polls, std::memory_order_relaxed); }
+unsigned int fold_poll_limit() { return fold_polls.load(std::memory_order_relaxed); }
 
 // ---- result slots ---------------------------------------------------------------------------
 

@@ -10,8 +10,10 @@
 // crash fails only its own test. A child also starts with fresh pools, so the resource cases
 // can count exactly. A child scenario throws on its first failure; main prints it and exits 1.
 #include "support/test_support.cuh"
+#include "tally/extrema.cuh"
 #include "tally/reduce.cuh"
 #include "tally/scratch.cuh"
+#include "tally/transform_reduce.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -709,6 +711,58 @@ void graph_holding_two_tally_calls_in_sequence() {
   }
 }
 
+struct doubled {
+  __host__ __device__ int operator()(int x) const { return 2 * x; }
+};
+
+// A call that returns its result to the host cannot run inside a capture. Each is refused
+// with std::invalid_argument, named after the algorithm the application called, before
+// anything is enqueued: the capture stays valid, and a reduce_into captured after the
+// refusals replays with the right answer.
+void synchronous_calls_refused_inside_a_capture() {
+  seeded s(3206);
+  note seed(s.trace());
+  sum_inputs in(big_n(), s.rng);
+  out_value<float> out_f;
+  out_value<int> out_i;
+  owned_stream capturing;
+  captured_graph graph;
+  const auto refused = [&](const char* algorithm, auto call) {
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      require(what.rfind(std::string("tally::") + algorithm + ": ", 0) == 0,
+              std::string("the refusal does not name tally::") + algorithm + ": " + what);
+      require(contains(what, "captured") && contains(what, "reduce_into"),
+              "the refusal does not say why or what to use instead: " + what);
+      return;
+    }
+    fail(std::string("tally::") + algorithm + " inside a capture was not refused");
+  };
+  graph.capture(capturing, [&] {
+    const auto policy = on(capturing);
+    refused("reduce", [&] { (void)tally::reduce(policy, in.df->begin(), in.df->end(), 0.0f); });
+    refused("min_element", [&] { (void)tally::min_element(policy, in.di->begin(), in.di->end()); });
+    refused("count", [&] { (void)tally::count(policy, in.di->begin(), in.di->end(), 3); });
+    refused("transform_reduce", [&] {
+      (void)tally::transform_reduce(policy, in.di->begin(), in.di->end(), doubled{}, 0, tally::plus<int>{});
+    });
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    LIFECYCLE_CUDA(cudaStreamIsCapturing(capturing, &status));
+    require(status == cudaStreamCaptureStatusActive, "a refused call ended or invalidated the capture");
+    in.reduce_into(capturing, out_f.get(), out_i.get());
+  });
+  for (int replay = 0; replay < 2; ++replay) {
+    out_f.poison(capturing);
+    out_i.poison(capturing);
+    graph.launch(capturing);
+    require_bits(out_f.read(capturing), in.want_f, "the replayed float sum");
+    require_bits(out_i.read(capturing), in.want_i, "the replayed int sum");
+  }
+  in.check_direct(capturing, "a direct call after the capture");
+}
+
 void graph_reinstantiated_after_its_exec_and_source_stream_are_destroyed() {
   seeded s(3205);
   note seed(s.trace());
@@ -1106,6 +1160,91 @@ void device_reset_between_calls_in_a_loop() {
   LIFECYCLE_CUDA(cudaFree(d));
 }
 
+// ---- two devices ----
+
+int device_count_or_zero() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+// Host threads on two devices at once, each on streams of its own device; a graph captured on
+// device 1 and replayed, after its capturing stream is gone, while device 0's threads run;
+// then device 1 is reset: device 0's calls, and its scratch, are untouched, and device 1
+// works again in its new context. Scratch is keyed by context, so no device can borrow
+// another's block, and forgetting one context forgets nothing of the other's.
+void two_devices_threads_graphs_and_a_device_reset() {
+  require(device_count_or_zero() >= 2, "this case needs two CUDA devices");
+  seeded s(3601);
+  note seed(s.trace());
+  const std::size_t n = big_n();
+  std::vector<std::unique_ptr<sum_inputs>> inputs;
+  for (int device = 0; device < 2; ++device) {
+    LIFECYCLE_CUDA(cudaSetDevice(device));
+    inputs.push_back(std::make_unique<sum_inputs>(n + std::size_t(device) * 11, s.rng));
+  }
+  {
+    LIFECYCLE_CUDA(cudaSetDevice(1));
+    out_value<float> out_f;
+    out_value<int> out_i;
+    captured_graph graph;
+    auto capturing = std::make_unique<owned_stream>();
+    graph.capture(*capturing, [&] { inputs[1]->reduce_into(*capturing, out_f.get(), out_i.get()); });
+    capturing->destroy();
+    owned_stream replaying;
+
+    thread_failures failures;
+    const int threads_per_device = 2;
+    start_line line(2 * threads_per_device);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int device = 0; device < 2; ++device)
+      for (int t = 0; t < threads_per_device; ++t)
+        threads.push_back(checked_thread(failures, "device " + std::to_string(device) + " thread " + std::to_string(t),
+                                         [&, device, t] {
+                                           LIFECYCLE_CUDA(cudaSetDevice(device));
+                                           owned_stream mine;
+                                           const cudaStream_t stream = t == 0 ? cudaStream_t(mine) : cudaStreamPerThread;
+                                           line.arrive_and_wait();
+                                           for (int call = 0; call < 12 || (device == 0 && !stop.load()); ++call)
+                                             inputs[device]->check_direct(stream, "call " + std::to_string(call));
+                                         }));
+    // Device 1's graph replays while the threads of both devices call tally directly.
+    std::string replay_failure;
+    try {
+      for (int replay = 0; replay < 6; ++replay) {
+        note at("replay " + std::to_string(replay) + " on device 1");
+        out_f.poison(replaying);
+        out_i.poison(replaying);
+        graph.launch(replaying);
+        require_bits(out_f.read(replaying), inputs[1]->want_f, "the replayed float sum");
+        require_bits(out_i.read(replaying), inputs[1]->want_i, "the replayed int sum");
+      }
+    } catch (const std::exception& e) {
+      replay_failure = e.what();
+    }
+    stop = true;
+    for (auto& thread : threads) thread.join();
+    failures.require_none();
+    require(replay_failure.empty(), replay_failure);
+  }
+
+  // Device 1's inputs go before its context does; device 0's stay and must still reduce.
+  LIFECYCLE_CUDA(cudaSetDevice(1));
+  inputs[1].reset();
+  LIFECYCLE_CUDA(cudaDeviceReset());
+  LIFECYCLE_CUDA(cudaSetDevice(0));
+  owned_stream on_0;
+  inputs[0]->check_direct(on_0, "device 0 after device 1 was reset");
+  inputs[0]->check_direct(cudaStreamLegacy, "device 0's legacy stream after device 1 was reset");
+  LIFECYCLE_CUDA(cudaSetDevice(1));
+  sum_inputs fresh(n + 5, s.rng);
+  owned_stream on_1;
+  fresh.check_direct(on_1, "device 1 in its new context");
+  fresh.check_direct(cudaStreamPerThread, "device 1's per-thread stream in its new context");
+  LIFECYCLE_CUDA(cudaSetDevice(0));
+  inputs[0]->check_direct(on_0, "device 0 after device 1 worked again");
+}
+
 // ---- errors ----
 
 void require_tally_message(const std::string& what, cudaError_t code, const std::string& algorithm) {
@@ -1266,12 +1405,14 @@ void huge_counting_range() {
 
 // ---- forward progress ----
 
-class fold_wait_guard {
+class fold_poll_guard {
  public:
-  explicit fold_wait_guard(unsigned ns) : previous_(tally::detail::fold_wait_ns()) { tally::detail::set_fold_wait_ns(ns); }
-  ~fold_wait_guard() { tally::detail::set_fold_wait_ns(previous_); }
-  fold_wait_guard(const fold_wait_guard&) = delete;
-  fold_wait_guard& operator=(const fold_wait_guard&) = delete;
+  explicit fold_poll_guard(unsigned polls) : previous_(tally::detail::fold_poll_limit()) {
+    tally::detail::set_fold_poll_limit(polls);
+  }
+  ~fold_poll_guard() { tally::detail::set_fold_poll_limit(previous_); }
+  fold_poll_guard(const fold_poll_guard&) = delete;
+  fold_poll_guard& operator=(const fold_poll_guard&) = delete;
 
  private:
   unsigned previous_;
@@ -1305,8 +1446,9 @@ void forward_progress_fallback_fold() {
   note seed(s.trace());
   // From 3 tiles to the plan's 2048 (tiles of 8192 floats or 4096 doubles), both roles of
   // block 0, grids too small to hold every tile at once, and grids too large to be resident
-  // at once: there block 0 gives up while blocks have yet to start, which is when the
-  // fallback must fold (partials.cuh, fold_sync).
+  // at once. With a poll limit of 1, block 0's first wait for an unpublished cell runs out,
+  // so it reduces the tiles it has not seen itself, racing the tile blocks that publish the
+  // same cells (partials.cuh, fold_sync); every answer must keep its bits.
   const std::vector<fold_shape> float_shapes =
       light ? std::vector<fold_shape>{{(1u << 14) + 1, 0}, {(1u << 17) + 7, 0}, {(1u << 18) + 3, 0}, {1u << 18, 4}, {1u << 18, 1},
                                       {(1u << 22) + 9, 4096}}
@@ -1372,17 +1514,17 @@ void forward_progress_fallback_fold() {
   const int device = current_device();
   const unsigned before =
       tally::detail::stream_control_word(device, stream, tally::detail::control_word::fallback_folds);
-  const unsigned default_wait = tally::detail::fold_wait_ns();
+  const unsigned default_polls = tally::detail::fold_poll_limit();
   {
-    fold_wait_guard no_wait(0);
-    run_all("fold wait 0");
+    fold_poll_guard one_poll(1);
+    run_all("a poll limit of 1");
   }
-  require(tally::detail::fold_wait_ns() == default_wait, "the fold wait was not restored");
+  require(tally::detail::fold_poll_limit() == default_polls, "the poll limit was not restored");
   const unsigned after = tally::detail::stream_control_word(device, stream, tally::detail::control_word::fallback_folds);
-  require(after > before, "no fold was taken over by a tile block with a fold wait of 0 (fallback folds " +
+  require(after > before, "block 0 never reduced a tile itself with a poll limit of 1 (fallback folds " +
                               std::to_string(before) + " before, " + std::to_string(after) + " after)");
-  std::printf("fallback folds with a fold wait of 0: %u\n", after - before);
-  run_all("the default fold wait");
+  std::printf("fallback folds with a poll limit of 1: %u\n", after - before);
+  run_all("the default poll limit");
 }
 
 // ---- resources ----
@@ -1676,6 +1818,7 @@ const std::map<std::string, scenario>& child_scenarios() {
       {"graph_holding_two_tally_calls_in_sequence", graph_holding_two_tally_calls_in_sequence},
       {"graph_reinstantiated_after_its_exec_and_source_stream_are_destroyed",
        graph_reinstantiated_after_its_exec_and_source_stream_are_destroyed},
+      {"synchronous_calls_refused_inside_a_capture", synchronous_calls_refused_inside_a_capture},
       {"per_thread_default_stream", per_thread_default_stream},
       {"legacy_and_per_thread_streams_named_explicitly_from_many_threads",
        legacy_and_per_thread_streams_named_explicitly_from_many_threads},
@@ -1694,6 +1837,7 @@ const std::map<std::string, scenario>& child_scenarios() {
       {"resources_bounded_after_80_streams", resources_bounded_after_80_streams},
       {"resources_release_scratch_hands_everything_back", resources_release_scratch_hands_everything_back},
       {"managed_memory_input", managed_memory_input},
+      {"two_devices_threads_graphs_and_a_device_reset", two_devices_threads_graphs_and_a_device_reset},
       {"capture_in_global_mode_beside_direct_calls_on_other_threads",
        capture_in_global_mode_beside_direct_calls_on_other_threads},
 #endif
@@ -1764,6 +1908,7 @@ LIFECYCLE_CHILD_TEST(graph_replayed_on_another_stream_while_direct_calls_run_on_
 LIFECYCLE_CHILD_TEST(two_graphs_of_tally_calls_replayed_concurrently)
 LIFECYCLE_CHILD_TEST(graph_holding_two_tally_calls_in_sequence)
 LIFECYCLE_CHILD_TEST(graph_reinstantiated_after_its_exec_and_source_stream_are_destroyed)
+LIFECYCLE_CHILD_TEST(synchronous_calls_refused_inside_a_capture)
 LIFECYCLE_CHILD_TEST(per_thread_default_stream)
 LIFECYCLE_CHILD_TEST(legacy_and_per_thread_streams_named_explicitly_from_many_threads)
 LIFECYCLE_CHILD_TEST(stream_handles_reused_after_destroy)
@@ -1784,6 +1929,13 @@ LIFECYCLE_CHILD_TEST(capture_in_global_mode_beside_direct_calls_on_other_threads
 
 // 2^62 counted values cannot be summed in seconds: a child that finishes that soon must have
 // refused the range or printed the exact sum, and one still running is killed.
+// Needs two GPUs: skipped where there is one (scripts/gpu-check runs it on a two-GPU machine).
+class lifecycle_two_devices : public tally_test::two_device_test {};
+TEST_F(lifecycle_two_devices, threads_graphs_and_a_device_reset) {
+  const auto result = run_child("two_devices_threads_graphs_and_a_device_reset", child_timeout());
+  EXPECT_TRUE(passed(result)) << describe("two_devices_threads_graphs_and_a_device_reset", result);
+}
+
 TEST_F(lifecycle, huge_counting_range_is_never_a_fast_wrong_answer) {
   const auto result = run_child("huge_counting_range", 5);
   if (result.timed_out) return;  // summing for real

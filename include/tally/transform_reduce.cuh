@@ -90,6 +90,7 @@ auto policy_for_ranges(const char* algorithm) {
 template <class Policy, class It, class UnaryOp, class T, class BinaryOp>
 T transform_reduce_impl(const Policy& policy, It first, It last, UnaryOp unary_op, T init, BinaryOp binary_op,
                         const char* algorithm) {
+  algorithm_scope scope(algorithm);  // errors raised inside reduce name this algorithm
   const auto p = normalize_policy(policy);
   check_base(p, first, checked_distance(first, last, algorithm), algorithm);
   return reduce_impl(p, thrust::make_transform_iterator(first, unary_op), thrust::make_transform_iterator(last, unary_op),
@@ -99,6 +100,7 @@ T transform_reduce_impl(const Policy& policy, It first, It last, UnaryOp unary_o
 template <class Policy, class It1, class It2, class T, class ReduceOp, class TransformOp>
 T transform_reduce_pairs(const Policy& policy, It1 first1, It1 last1, It2 first2, T init, ReduceOp reduce_op,
                          TransformOp transform_op, const char* algorithm) {
+  algorithm_scope scope(algorithm);  // errors raised inside reduce name this algorithm
   const auto p = normalize_policy(policy);
   const std::uint64_t n = checked_distance(first1, last1, algorithm);
   check_base(p, first1, n, algorithm, "the first range");

@@ -75,13 +75,12 @@ __device__ __forceinline__ void atomic_combine(Acc* target, const Acc& value, Op
   }
 }
 
-// Control words in scratch (runtime.cuh, control_word): units arrived, tickets taken by
-// units with a value, 1 once the first such unit has stored its value; the accumulator at
-// byte 128. The last unit leaves them zero. The call's sync zeroes the single pass's arrival
-// word for the stream's next call (partials.cuh, prepare_next_call).
+// Control words in scratch (runtime.cuh, control_word): units done, tickets taken by units
+// with a value, 1 once the first such unit has stored its value; the accumulator at byte
+// 128. The last unit leaves them zero (the runtime zeroes them again after a call that did
+// not run to its end).
 struct atomic_control {
   unsigned int* words;
-  fold_sync sync;
   template <class Acc>
   __device__ Acc* accumulator() const {
     return reinterpret_cast<Acc*>(reinterpret_cast<char*>(words) + control_word::accumulator_byte);
@@ -94,8 +93,8 @@ struct atomic_control {
 template <class Acc, class Op>
 __device__ void contribute(const atomic_control& control, const Acc& value, Op& op) {
   Acc* accumulator = control.accumulator<Acc>();
-  cuda::atomic_ref<unsigned int, cuda::thread_scope_device> stored(control.words[2]);
-  if (atomicAdd(&control.words[1], 1u) == 0) {
+  cuda::atomic_ref<unsigned int, cuda::thread_scope_device> stored(control.words[control_word::first_stored]);
+  if (atomicAdd(&control.words[control_word::tickets], 1u) == 0) {
     *accumulator = value;
     stored.store(1u, cuda::std::memory_order_release);
   } else {
@@ -110,7 +109,7 @@ template <class Acc, class Op, class Out>
 __device__ void finish_unit(const atomic_control& control, unsigned int units, Acc init, Op& op, Out* out,
                             host_handoff* handoff) {
   __threadfence();
-  if (atomicAdd(&control.words[0], 1u) != units - 1) return;
+  if (atomicAdd(&control.words[control_word::units_done], 1u) != units - 1) return;
   __threadfence();
   using word_t = std::conditional_t<sizeof(Acc) == 4, unsigned int, unsigned long long>;
   word_t* word = reinterpret_cast<word_t*>(control.accumulator<Acc>());
@@ -118,9 +117,9 @@ __device__ void finish_unit(const atomic_control& control, unsigned int units, A
   Acc total;
   std::memcpy(&total, &bits, sizeof(Acc));
   *word = 0;
-  control.words[0] = 0;
-  control.words[1] = 0;
-  control.words[2] = 0;
+  control.words[control_word::units_done] = 0;
+  control.words[control_word::tickets] = 0;
+  control.words[control_word::first_stored] = 0;
   publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
@@ -129,7 +128,6 @@ __global__ void __launch_bounds__(block_threads)
     atomic_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, atomic_control control, Out* out,
                          host_handoff* handoff) {
   wait_for_prior_grid();
-  prepare_next_call(control.sync);
   // Each thread folds everything it reads across its block's tiles; the order is free.
   Acc acc{};
   bool valid = false;

@@ -151,11 +151,11 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   // enqueued: no other host thread's call on this stream comes between them.
   scratch_lease lease(device, policy.stream(), atomic ? 0 : plan.tiles * sizeof(cell_t));
   const call_scratch& scratch = lease.scratch();
-  const fold_sync sync{scratch.control, scratch.epoch, fold_wait_ns()};
+  const fold_sync sync{scratch.control, scratch.epoch, fold_poll_limit()};
 
   if constexpr (fits_atomic_word_v<Acc>) {
     if (atomic) {
-      const atomic_control control{scratch.control, sync};
+      const atomic_control control{scratch.control};
       if (chosen == tally::strategy::block_atomic) {
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>>(plan, policy, device, load, plan,
                                                                                    init, op, control, out, handoff);
@@ -216,7 +216,7 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
   }
   scratch_lease lease(device, policy.stream(), plan.tiles * sizeof(partial_cell<Acc>));
   const call_scratch& scratch = lease.scratch();
-  const fold_sync sync{scratch.control, scratch.epoch, fold_wait_ns()};
+  const fold_sync sync{scratch.control, scratch.epoch, fold_poll_limit()};
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
   if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
     launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells,

@@ -303,20 +303,20 @@ __device__ Acc ordered_reduce_fetched_full_tile(const Loader& load, const reduct
 // tile when it is partial, and chunks wider than 16 bytes) the checked one.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                        partial_cell<Acc>* cells, unsigned int epoch) {
+                                                        partial_cell<Acc>* cells, unsigned int epoch,
+                                                        std::uint64_t first, std::uint64_t stride) {
   constexpr bool prefetch = ordered_stages_chunks<VW, Loader>;
   piece_chunks<VW, Loader> fetched;
   if constexpr (prefetch) {
-    const std::uint64_t first = blockIdx.x;
     if (first < plan.tiles && plan.tile_is_full(first))
       fetched.fetch(load, plan.tile_begin(first) + ordered_region_offset<VW>(plan));
   }
-  for (std::uint64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
+  for (std::uint64_t tile = first; tile < plan.tiles; tile += stride) {
     Acc partial;
     bool done = false;
     if constexpr (prefetch) {
       if (plan.tile_is_full(tile)) {
-        partial = ordered_reduce_fetched_full_tile<Acc, VW>(load, plan, tile, tile + gridDim.x, fetched, op);
+        partial = ordered_reduce_fetched_full_tile<Acc, VW>(load, plan, tile, tile + stride, fetched, op);
         done = true;
       }
     }
@@ -357,12 +357,27 @@ __device__ __forceinline__ Acc ordered_fold_published_partials(partial_cell<Acc>
   // At most warp_threads partials: only warp 0 holds any (one each), and the block tree's
   // answer is warp 0's ordered tree, the other warps' being empty (as fold_partials_of).
   const bool warp_only = TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads;
-  if (bounded) gave_up = warp_only ? warp_gave_up : __syncthreads_or(warp_gave_up) != 0;
+  if (bounded)
+    gave_up = tiles <= warp_threads ? warp0_gave_up_for_block(warp_gave_up) : __syncthreads_or(warp_gave_up) != 0;
   if (warp_only) {
     if (threadIdx.x < warp_threads) acc = tally::warp::reduce_ordered(acc, valid, op);
     return acc;
   }
   return tally::block::reduce_ordered<block_threads>(acc, valid, op);
+}
+
+// Block 0 of an ordered single pass whose wait ran out: as reduce_unpublished_tiles
+// (reduce_kernel.cuh), each tile not published yet is reduced by ordered_reduce_my_tiles for
+// that tile alone, so to its tile block's bits.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ void ordered_reduce_unpublished_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                                              partial_cell<Acc>* cells, fold_sync sync) {
+  for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
+    if (__syncthreads_or(threadIdx.x == 0 && !cells[tile].is_published(sync.epoch)) == 0) continue;
+    ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch, tile, plan.tiles);
+  }
+  __syncthreads();  // thread 0's cell stores come before every thread's fold reads them
+  if (threadIdx.x == 0) atomicAdd(sync.control + control_word::fallback_folds, 1u);
 }
 
 // Plans of one or two tiles (N up to two steps: 2^14 floats, 2^13 doubles) in one block,
@@ -448,44 +463,37 @@ __global__ void __launch_bounds__(block_threads)
 }
 
 // Two resident blocks per SM at least, as the commutative kernels: the prefetched piece
-// takes registers that would otherwise cost occupancy. Block 0 folds with a bounded wait and
-// the last tile block takes over if it gives up, as in single_pass_reduce_kernel.
+// takes registers that would otherwise cost occupancy. Block 0's wait for partials is bounded,
+// and it reduces the tiles it waited for too long itself, as in single_pass_reduce_kernel.
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads, 2)
     ordered_single_pass_kernel(Loader load, reduction_plan plan, Acc init, Op op, partial_cell<Acc>* cells,
                                fold_sync sync, Out* out, host_handoff* handoff) {
   wait_for_prior_grid();
-  prepare_next_call(sync);
   if (plan.tiles == 1) {
     const Acc total = ordered_reduce_tile<Acc, VW>(load, plan, 0, op);
     if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
     return;
   }
-  unsigned int arrived_before = 0;
-  if (blockIdx.x != 0 && threadIdx.x == 0) arrived_before = arrive(sync);
-  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch);
+  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch, blockIdx.x, gridDim.x);
+  if (blockIdx.x != 0) return;
   // Block 0 reduces its own tiles first (folding only, as the commutative kernel does with
-  // few tiles, measured slower here), then folds.
+  // few tiles, measured slower here), then folds, its first wait bounded, as the commutative
+  // single pass's (reduce_kernel.cuh, single_pass_reduce_kernel).
   bool gave_up = false;
-  if (blockIdx.x != 0) {
-    if (!tile_block_folds(sync, arrived_before)) return;
-    const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, false, gave_up);
-    if (threadIdx.x == 0) {
-      publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
-      atomicAdd(sync.control + control_word::fallback_folds, 1u);
-    }
-    return;
+  Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, true, gave_up);
+  if (gave_up) {
+    ordered_reduce_unpublished_tiles<Acc, VW>(load, plan, op, cells, sync);
+    total = ordered_fold_published_partials(cells, plan.tiles, op, sync, false, gave_up);
   }
-  const Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, true, gave_up);
-  if (threadIdx.x == 0 && !gave_up) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 template <class Acc, int VW, class Loader, class Op>
 __global__ void __launch_bounds__(block_threads, 2)
     ordered_tile_partials_kernel(Loader load, reduction_plan plan, Op op, partial_cell<Acc>* cells, fold_sync sync) {
   wait_for_prior_grid();
-  prepare_next_call(sync);
-  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch);
+  ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch, blockIdx.x, gridDim.x);
 }
 
 template <class Acc, class Op, class Out>

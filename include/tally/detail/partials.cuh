@@ -12,6 +12,7 @@
 // its tile and the folder seeing it (a release fence per tile costs a block far more than
 // the extra words). Larger accumulators write the value, then the tag with release semantics.
 
+#include "tally/detail/plan.cuh"
 #include "tally/detail/runtime.cuh"
 
 #include <cuda/atomic>
@@ -38,6 +39,15 @@ struct alignas(8) partial_cell<Acc, true> {
     for (std::size_t w = 0; w < pieces; ++w)
       cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[w]).store(
           (static_cast<unsigned long long>(epoch) << 32) | bits[w], cuda::std::memory_order_relaxed);
+  }
+  __device__ __forceinline__ bool is_published(unsigned int epoch) {
+    bool published = true;
+#pragma unroll
+    for (std::size_t k = 0; k < pieces; ++k)
+      published = published && static_cast<unsigned int>(
+                                   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[k]).load(
+                                       cuda::std::memory_order_relaxed) >> 32) == epoch;
+    return published;
   }
   __device__ __forceinline__ bool try_read(Acc& value, unsigned int epoch) {
     unsigned long long w[pieces];
@@ -71,6 +81,9 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
     for (std::size_t w = 0; w < value_words; ++w) value[w] = words[w];
     cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).store(epoch, cuda::std::memory_order_release);
   }
+  __device__ __forceinline__ bool is_published(unsigned int epoch) {
+    return cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).load(cuda::std::memory_order_relaxed) == epoch;
+  }
   __device__ __forceinline__ bool try_read(Acc& v, unsigned int epoch) {
     if (cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(flag).load(cuda::std::memory_order_acquire) != epoch)
       return false;
@@ -82,73 +95,25 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
   }
 };
 
-// How a single pass's folding block (block 0) and its tile blocks agree on who folds. The
-// CUDA model promises no co-residency to an ordinary launch: other streams' kernels, MPS
-// clients or green contexts may hold the SMs that the tile blocks need while block 0 waits
-// for their partials. So block 0 waits only while partials keep arriving: after wait_ns
-// without a new one it gives up, and the last tile block to finish folds instead, by the same
-// code and so to the same bits (the seeds' last-block guard, as a fallback).
-//
-// arrivals[epoch & 1] counts the tile blocks (every block but 0) that have started, that is,
-// become resident; bit 31 says block 0 gave up. Each tile block adds 1 as it starts (the
-// atomic's answer is needed only when the block ends, so its latency hides behind the
-// block's loads, and the blocks' atomics on the one word do not queue up at their ends).
-// Block 0 sets the bit only while the count is short of `units`: some tile block has not
-// become resident, which is exactly when waiting could last forever. Once every tile block
-// has started, each will finish (tile blocks wait for nothing), so block 0 waits on. The
-// block that brought the count to `units` is the last to start; if the bit was set by then
-// it folds, after its own tiles, waiting (without bound) for partials of blocks that are all
-// resident. Block 0 zeroes the other word for the stream's next call, which uses it; the
-// runtime zeroes both after a call that did not run to the end.
+// Forward progress of a single pass. Block 0 folds the tile blocks' partials as they are
+// published, but the CUDA model promises no co-residency to an ordinary launch: other
+// streams' kernels, MPS clients or green contexts may hold the SMs that a tile block needs
+// while block 0 waits for its partial. So block 0's wait is bounded: a warp polls a cell at
+// most poll_limit times (milliseconds, far beyond any healthy wait). If a wait ran out,
+// block 0 reduces every tile whose partial is not published yet itself (by the code a tile
+// block runs, so to the same bits), publishes those partials, and folds them all again, with
+// no bound: every cell is then filled. Block 0 depends on no other block, and tile blocks
+// wait for nothing and take no part in the protocol. A tile block that starts late
+// publishes the same bits into a cell block 0 may have filled already, and the grid's end,
+// which the stream's next work waits for, still comes after it. An atomic or a barrier of
+// the tile blocks' for a protocol, or a count of started blocks that block 0 checks before
+// it polls, cost 4-18% of a single pass at mid sizes on the H100
+// (docs/decisions/0002-bounded-fold-wait.md).
 struct fold_sync {
   unsigned int* control = nullptr;  // the call's control block (runtime.cuh, control_word)
   unsigned int epoch = 0;
-  unsigned int wait_ns = 0;
+  unsigned int poll_limit = 0;      // polls of one warp's cells before its wait runs out
 };
-
-inline constexpr unsigned int gave_up_bit = 1u << 31;
-
-__device__ __forceinline__ unsigned int* arrival_word(const fold_sync& sync, unsigned int epoch) {
-  return sync.control + control_word::arrivals + (epoch & 1u);
-}
-
-// The wait is counted in SM clock cycles (clock64 costs a few cycles where %globaltimer
-// costs far more on every poll); at the 1-2 GHz a GPU runs, a nanosecond is one or two.
-__device__ __forceinline__ long long wait_cycles(const fold_sync& sync) { return 2ll * sync.wait_ns; }
-
-// Called by one lane of a warp of block 0 whose wait ran out: whether block 0 gives up the
-// fold (some tile block has not arrived yet) or waits on (all have).
-__device__ __forceinline__ bool block0_gives_up(const fold_sync& sync) {
-  const unsigned int units = gridDim.x - 1;
-  const unsigned int before = atomicOr(arrival_word(sync, sync.epoch), gave_up_bit);
-  return (before & ~gave_up_bit) < units;
-}
-
-// Called by thread 0 of every tile block as it starts: the count before its own arrival.
-__device__ __forceinline__ unsigned int arrive(const fold_sync& sync) {
-  return atomicAdd(arrival_word(sync, sync.epoch), 1u);
-}
-
-// At the end of a tile block, with what arrive returned: whether this block was the last to
-// start while block 0 had already given up, so that it must fold. No fence is needed: the
-// folder polls each cell until it shows this call's epoch.
-__device__ __forceinline__ bool last_arrival_folds(const fold_sync& sync, unsigned int before) {
-  const unsigned int units = gridDim.x - 1;
-  return (before & ~gave_up_bit) + 1 == units && (before & gave_up_bit) != 0;
-}
-
-// A tile block's end: thread 0 tells the block whether it folds for block 0.
-__device__ __forceinline__ bool tile_block_folds(const fold_sync& sync, unsigned int before) {
-  __shared__ bool folds;
-  if (threadIdx.x == 0) folds = last_arrival_folds(sync, before);
-  __syncthreads();
-  return folds;
-}
-
-// Block 0's first act: the stream's next call counts in the other word.
-__device__ __forceinline__ void prepare_next_call(const fold_sync& sync) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) *arrival_word(sync, sync.epoch + 1) = 0;
-}
 
 // Waits until cells[k] is published by this call and reads it into value; ready says whether
 // it has been read already (or this lane has no cell: then cells[k] is never touched). Every
@@ -156,13 +121,10 @@ __device__ __forceinline__ void prepare_next_call(const fold_sync& sync) {
 // converged (a lane that left its poll loop as soon as its partial landed diverged from its
 // warp until the warp's tree, and cost up to 0.65 us a call on the H100).
 //
-// With `bounded` (block 0 of a single pass), the wait is bounded: if wait_ns pass without
-// the warp's cells all arriving, one lane asks block0_gives_up; the answer is the warp's,
-// and true means the warp stops waiting (gave_up) and block 0 will not fold. Without it (the
-// two pass's fold, or the last tile block folding for block 0), every partial is known to be
-// published or on its way, and the wait is unbounded. The sync travels by value: a pointer
-// to the kernel's parameter made the compiler copy it to the stack, and the poll read it
-// from local memory.
+// With `bounded` (block 0's first fold), the warp polls at most sync.poll_limit times; if its
+// cells are still not all published, it sets gave_up and stops waiting (fold_sync). A warp
+// that gave up waits for none of its later cells either. Only a count and an exit sit in
+// the loop: a clock read or a call there cost up to 5% of a single pass at mid sizes.
 template <class Partial>
 __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std::uint64_t k, bool& ready,
                                                Partial& value, unsigned int epoch, fold_sync sync, bool bounded,
@@ -171,21 +133,31 @@ __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std
     ready = true;
     return;
   }
-  const long long since = bounded ? clock64() : 0;
+  unsigned int polls = 0;
   while (!__all_sync(0xffffffffu, ready)) {
     if (!ready) ready = cells[k].try_read(value, epoch);
-    if (bounded && clock64() - since > wait_cycles(sync)) {
-      bool stop = false;
-      if ((threadIdx.x % 32) == 0) stop = block0_gives_up(sync);
-      stop = __shfl_sync(0xffffffffu, stop, 0);
-      if (stop) {
-        gave_up = true;
-        ready = true;
-        return;
-      }
-      bounded = false;  // every tile block has started: wait on
+    if (bounded && ++polls == sync.poll_limit) {
+      gave_up = true;
+      ready = true;
+      return;
     }
   }
+}
+
+// Whether some warp of block 0 gave up its wait, for every thread of the block, where only
+// warp 0 polled (at most warp_threads cells): warp 0 tells the other warps through shared
+// memory and a named barrier that it only arrives at, so its own path to the result has no
+// barrier on it (a block barrier there cost the fold up to 9% of a single pass at mid sizes).
+__device__ __forceinline__ bool warp0_gave_up_for_block(bool warp_gave_up) {
+  __shared__ bool gave_up;
+  if (threadIdx.x < warp_threads) {
+    if (threadIdx.x == 0) gave_up = warp_gave_up;
+    __syncwarp();
+    asm volatile("bar.arrive 1, %0;" ::"n"(block_threads) : "memory");
+    return warp_gave_up;
+  }
+  asm volatile("bar.sync 1, %0;" ::"n"(block_threads) : "memory");
+  return gave_up;
 }
 
 }  // namespace tally::detail

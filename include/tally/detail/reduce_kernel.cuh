@@ -450,11 +450,12 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, host_handoff
 // The first step of a block's next full tile is fetched before the block reduction of the
 // current one, so a block keeps its loads in flight from one tile to the next: with
 // one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
-template <class Acc, int VW, class Loader, class Op, class Codec>
+// on_first_fetch() runs once, when the first tile's loads are in flight.
+template <class Acc, int VW, class Loader, class Op, class Codec, class OnFirstFetch>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
                                                 const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
                                                 unsigned int epoch, std::uint64_t first_tile,
-                                                std::uint64_t tile_stride) {
+                                                std::uint64_t tile_stride, OnFirstFetch on_first_fetch) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
@@ -465,10 +466,12 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     Acc partial;
     if (plan.tile_is_full(tile)) {
       if constexpr (!prefetch) fetch_if_full(tile);
+      if (tile == first_tile) on_first_fetch();
       const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
       if constexpr (prefetch) fetch_if_full(tile + tile_stride);
       partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
     } else {
+      if (tile == first_tile) on_first_fetch();
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
     if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)), epoch);
@@ -501,9 +504,9 @@ __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64
 // on its SM fell behind.) Every thread runs the same rounds of the same batch, whether or not
 // it has cells in them, so that each warp polls converged (poll_converged). Cells are read,
 // never cleared: the next call's epoch differs.
-//
-// With `bounded` (block 0 of a single pass) the waits are bounded (partials.cuh, fold_sync);
-// gave_up then says, in thread 0, that block 0 gave the fold up and must publish nothing.
+// With `bounded` (block 0's first fold in a single pass) each warp's wait is bounded
+// (partials.cuh, fold_sync); gave_up then says, in every thread, that some wait ran out and
+// the total is not to be used.
 template <class Acc, class Op, class Codec>
 __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
                                                        partial_cell<typename Codec::partial_type>* cells,
@@ -539,9 +542,8 @@ __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
       }
     }
   }
-  // Only warp 0 holds cells when there are at most warp_threads of them, and its own answer
-  // is the block's; otherwise every warp's answer counts.
-  if (bounded) gave_up = tiles <= warp_threads ? warp_gave_up : __syncthreads_or(warp_gave_up) != 0;
+  if (bounded)
+    gave_up = tiles <= warp_threads ? warp0_gave_up_for_block(warp_gave_up) : __syncthreads_or(warp_gave_up) != 0;
   return fold_partials_of<Acc>(acc, valid, tiles, op);
 }
 
@@ -607,6 +609,23 @@ __global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
     publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), handoff);
 }
 
+// Block 0 of a single pass whose wait for partials ran out (partials.cuh, fold_sync): the
+// whole block reduces each tile whose cell this call has not published yet,
+// by reduce_my_tiles for that tile alone, so to the bits its tile block would publish, and
+// publishes it. Counted in the control block's fallback_folds (for the tests).
+template <class Acc, int VW, class Loader, class Op, class Codec>
+__device__ __forceinline__ void reduce_unpublished_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                                         const Codec& codec,
+                                                         partial_cell<typename Codec::partial_type>* cells,
+                                                         fold_sync sync) {
+  for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
+    if (__syncthreads_or(threadIdx.x == 0 && !cells[tile].is_published(sync.epoch)) == 0) continue;
+    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, tile, plan.tiles, [] {});
+  }
+  __syncthreads();  // thread 0's cell stores come before every thread's fold reads them
+  if (threadIdx.x == 0) atomicAdd(sync.control + control_word::fallback_folds, 1u);
+}
+
 // What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
 //   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
 //                  as it is published, so when the last one lands only its fold and the
@@ -629,31 +648,25 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
                               partial_cell<typename Codec::partial_type>* cells, fold_sync sync, Out* out,
                               host_handoff* handoff, fold_block_role role) {
   wait_for_prior_grid();
-  prepare_next_call(sync);
-  unsigned int arrived_before = 0;
-  if (blockIdx.x != 0 && threadIdx.x == 0) arrived_before = arrive(sync);
   const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
   if (blockIdx.x >= fold_blocks) {
     std::uint64_t first = blockIdx.x - fold_blocks;
 #if TALLY_TUNE_FOLDER_FEWEST_TILES
     if (fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
 #endif
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks);
+    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks, [] {});
   }
+  if (blockIdx.x != 0) return;
+  // Block 0's first fold waits boundedly; if a wait ran out, block 0 reduces the tiles it has
+  // not seen published and folds again, every cell filled (partials.cuh, fold_sync). (One
+  // copy of the fold in a loop over both rounds spilled registers and ran slower.)
   bool gave_up = false;
-  if (blockIdx.x != 0) {
-    // A tile block: fold if it was the last to start while block 0 had given up.
-    if (!tile_block_folds(sync, arrived_before)) return;
-    const Acc total =
-        fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
-    if (threadIdx.x == 0) {
-      publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
-      atomicAdd(sync.control + control_word::fallback_folds, 1u);
-    }
-    return;
+  Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, true, gave_up);
+  if (gave_up) {
+    reduce_unpublished_tiles<Acc, VW>(load, plan, op, codec, cells, sync);
+    total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
   }
-  const Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, true, gave_up);
-  if (threadIdx.x == 0 && !gave_up) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 // Two pass: the first launch publishes the partials, the second folds them (same bits as
@@ -663,8 +676,7 @@ __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
                          partial_cell<typename Codec::partial_type>* cells, fold_sync sync) {
   wait_for_prior_grid();
-  prepare_next_call(sync);
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, blockIdx.x, gridDim.x);
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, blockIdx.x, gridDim.x, [] {});
 }
 
 template <class Acc, class Op, class Out, class Codec>
@@ -674,8 +686,8 @@ __global__ void __launch_bounds__(block_threads)
                          host_handoff* handoff) {
   wait_for_prior_grid();
   bool gave_up = false;
-  const Acc total =
-      fold_published_partials<Acc>(codec, cells, tiles, tile_items, op, fold_sync{nullptr, epoch, 0}, false, gave_up);
+  const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op, fold_sync{nullptr, epoch, 0},
+                                                 false, gave_up);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 

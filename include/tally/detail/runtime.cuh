@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tally::detail {
 
@@ -48,6 +49,8 @@ class algorithm_scope {
   const char* previous_;
 };
 const char* current_algorithm() noexcept;
+// "tally::ALGORITHM" for the running algorithm, "tally" outside one: how every message starts.
+std::string message_subject();
 
 // Throws tally::cuda_error for a failed CUDA call of tally's own: a sentence that names the
 // algorithm, what failed, the CUDA error and what to do. Clears the error the failed call
@@ -71,23 +74,27 @@ unsigned long long current_context(int device);
 // remembered, so a loop of calls asks CUDA once.
 void check_stream_of_device(cudaStream_t stream, int device);
 
+// Throws std::invalid_argument, before anything is enqueued, where `stream` is being captured
+// into a CUDA graph: a call that returns its result to the host (tally::reduce and the
+// algorithms built on it) cannot run inside a capture, whose work runs only when the graph is
+// launched; reduce_into, which writes to device memory, can.
+void refuse_capture_of_host_result(cudaStream_t stream);
+
 // ---- scratch ----------------------------------------------------------------------------
 // Bytes of the control block in front of the partial cells: the atomic strategies' counters
-// and accumulator, and the single pass's arrival counters (control_word below).
+// and accumulator, and a count the tests read (control_word below).
 inline constexpr std::size_t control_bytes = 256;
 // Largest accumulator a device reduction supports, in bytes.
 inline constexpr std::size_t max_accumulator_bytes = 256;
 
 // Words of the control block. The atomic strategies use words 0-2 and the accumulator at
-// byte 128 and leave them zero. The single pass counts the blocks that have published their
-// partials in arrival word (epoch & 1), and zeroes the other for the call after it
-// (reduce_kernel.cuh, fold_sync).
+// byte 128 and leave them zero. A single pass whose block 0 had to reduce tiles itself
+// counts it in fallback_folds (partials.cuh, fold_sync), which only the tests read.
 namespace control_word {
 inline constexpr int units_done = 0;
 inline constexpr int tickets = 1;
 inline constexpr int first_stored = 2;
-inline constexpr int arrivals = 4;         // two words: 4 and 5
-inline constexpr int fallback_folds = 6;   // how many folds the last block took over (tests)
+inline constexpr int fallback_folds = 6;   // single passes whose block 0 reduced tiles itself (tests)
 inline constexpr std::size_t accumulator_byte = 128;
 }  // namespace control_word
 
@@ -155,12 +162,13 @@ int pending_allocation_failures();
 // there (fallback_folds) starts again at 0 whenever the block grows or is zeroed again.
 unsigned int stream_control_word(int device, cudaStream_t stream, int index);
 
-// Test hook: how long block 0 of a single pass waits without seeing a new partial before it
-// hands the fold to the last block to finish (reduce_kernel.cuh, fold_sync). The default is
-// default_fold_wait_ns; 0 makes every such wait give up at once, forcing the fallback.
-inline constexpr unsigned int default_fold_wait_ns = 1000000;
-void set_fold_wait_ns(unsigned int ns);
-unsigned int fold_wait_ns();
+// Test hook: how many times a warp of block 0 of a single pass polls its cells before its
+// wait runs out and block 0 reduces the missing tiles itself (partials.cuh, fold_sync). The
+// default, default_fold_poll_limit, is a few milliseconds of polling; 1 makes nearly every
+// single pass take that path.
+inline constexpr unsigned int default_fold_poll_limit = 4096;
+void set_fold_poll_limit(unsigned int polls);
+unsigned int fold_poll_limit();
 
 // ---- result slots -------------------------------------------------------------------------
 // The pinned result slots: slabs allocated, slots in them, slots free now (for tests).
