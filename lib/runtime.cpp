@@ -591,21 +591,24 @@ void check_stream_of_device(cudaStream_t stream, int device) {
   last_context = thread_context;
 }
 
-void refuse_capture_of_host_result(cudaStream_t stream) {
-  if (!is_capturing(stream)) return;
+namespace {
+[[noreturn]] void refuse_capture_of_host_result() {
   throw_invalid_argument(current_algorithm() ? current_algorithm() : "reduce",
                          "the policy's stream is being captured into a CUDA graph, and this call returns its result "
                          "to the host, which a captured call cannot do (its work runs only when the graph is "
                          "launched); inside a capture use tally::reduce_into, which writes the result to device "
                          "memory, or call after the capture ends.");
 }
+}  // namespace
 
 // ---- scratch --------------------------------------------------------------------------------
 
-scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes) : stream_(stream) {
+scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes, bool result_to_host)
+    : stream_(stream) {
   const std::size_t needed = control_bytes + partial_bytes;
   const unsigned long long context = current_context(device);
   if (is_capturing(stream)) {
+    if (result_to_host) refuse_capture_of_host_result();
     // The graph's own block: a graph memory node, zeroed by a memset node, freed by a free
     // node after the call's kernels. A graph holding memory nodes has at most one executable
     // graph at a time, and launches of one executable graph run one after another, so no two

@@ -119,7 +119,6 @@ Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op)
     const std::uint64_t n = checked_distance(first, last, "reduce");
     const int device = current_device();
     if (n == 0) return init;
-    refuse_capture_of_host_result(policy.stream());
     result_slot slot(device);
     device_reduce(first, n, init, op, static_cast<Acc*>(nullptr), slot.handoff(), policy, device, "reduce");
     Acc result;

@@ -149,7 +149,7 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   using cell_t = partial_cell<typename codec_t::partial_type>;
   // The lease holds the stream's scratch (and its lock) until every launch of the call is
   // enqueued: no other host thread's call on this stream comes between them.
-  scratch_lease lease(device, policy.stream(), atomic ? 0 : plan.tiles * sizeof(cell_t));
+  scratch_lease lease(device, policy.stream(), atomic ? 0 : plan.tiles * sizeof(cell_t), handoff != nullptr);
   const call_scratch& scratch = lease.scratch();
   const fold_sync sync{scratch.control, scratch.epoch, fold_poll_limit()};
 
@@ -214,7 +214,7 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
                                                                          out, handoff);
     return;
   }
-  scratch_lease lease(device, policy.stream(), plan.tiles * sizeof(partial_cell<Acc>));
+  scratch_lease lease(device, policy.stream(), plan.tiles * sizeof(partial_cell<Acc>), handoff != nullptr);
   const call_scratch& scratch = lease.scratch();
   const fold_sync sync{scratch.control, scratch.epoch, fold_poll_limit()};
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);

@@ -74,11 +74,6 @@ unsigned long long current_context(int device);
 // remembered, so a loop of calls asks CUDA once.
 void check_stream_of_device(cudaStream_t stream, int device);
 
-// Throws std::invalid_argument, before anything is enqueued, where `stream` is being captured
-// into a CUDA graph: a call that returns its result to the host (tally::reduce and the
-// algorithms built on it) cannot run inside a capture, whose work runs only when the graph is
-// launched; reduce_into, which writes to device memory, can.
-void refuse_capture_of_host_result(cudaStream_t stream);
 
 // ---- scratch ----------------------------------------------------------------------------
 // Bytes of the control block in front of the partial cells: the atomic strategies' counters
@@ -120,7 +115,12 @@ struct call_scratch {
 // zeroed again behind whatever the call did launch.
 class scratch_lease {
  public:
-  scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes);
+  // result_to_host: the call hands its result to the host (tally::reduce and the algorithms
+  // built on it). Such a call cannot run inside a capture, whose work runs only when the graph
+  // is launched: on a stream being captured the lease throws std::invalid_argument before
+  // anything is enqueued (the capture stays valid), where the lease already asks whether the
+  // stream is being captured, so the check costs nothing more.
+  scratch_lease(int device, cudaStream_t stream, std::size_t partial_bytes, bool result_to_host);
   ~scratch_lease();
   scratch_lease(const scratch_lease&) = delete;
   scratch_lease& operator=(const scratch_lease&) = delete;
