@@ -1310,13 +1310,17 @@ void a_real_cuda_error_message() {
   owned_stream stream;
   require_bits(tally::reduce(on(stream), di.begin(), di.end(), 0), want, "reduce before the capture");
 
-  // reduce() must wait for its value, which a stream being captured never produces.
+  // reduce() must wait for its value, which a stream being captured never produces. A call
+  // that needs scratch is refused before it enqueues anything (synchronous_calls_refused_
+  // inside_a_capture); one of a single tile enqueues its kernel and fails in its wait, with
+  // the CUDA error of asking a capturing stream, which is the real error wanted here.
+  const std::size_t one_tile = 1000;
   LIFECYCLE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   std::string what, other;
   cudaError_t code = cudaSuccess;
   bool threw = false;
   try {
-    (void)tally::reduce(on(stream), di.begin(), di.end(), 0);
+    (void)tally::reduce(on(stream), di.begin(), di.begin() + one_tile, 0);
   } catch (const tally::cuda_error& e) {
     threw = true;
     what = e.what();
@@ -1332,8 +1336,7 @@ void a_real_cuda_error_message() {
   require(threw, "reduce inside a capture returned a value it cannot have");
   require(code != cudaSuccess, "the tally::cuda_error carries cudaSuccess");
   require_tally_message(what, code, "reduce");
-  // The capture was invalidated by the call's wait; a tally that refused before enqueuing
-  // anything would leave it valid (and empty), which is as good.
+  // The capture was invalidated by the call's wait.
   require(ended == cudaErrorStreamCaptureInvalidated || ended == cudaSuccess,
           std::string("cudaStreamEndCapture returned ") + cudaGetErrorName(ended));
 

@@ -184,7 +184,11 @@ typename std::iterator_traits<It>::difference_type count_if(const Policy& policy
 
 template <class Policy, class It, class V, detail::enable_if_policy_t<Policy> = 0>
 typename std::iterator_traits<It>::difference_type count(const Policy& policy, It first, It last, const V& value) {
-  return tally::count_if(policy, first, last, detail::equal_to_value<V>{value});
+  // Not through count_if: every message of this call names tally::count.
+  using count_t = typename std::iterator_traits<It>::difference_type;
+  using pred_t = detail::equal_to_value<V>;
+  return detail::transform_reduce_impl(policy, first, last, detail::count_predicate<pred_t, count_t>{pred_t{value}},
+                                       count_t(0), plus<count_t>{}, "count");
 }
 
 template <class It, class Pred, detail::enable_if_iterator_t<It> = 0>
