@@ -357,8 +357,10 @@ __device__ __forceinline__ Acc ordered_fold_published_partials(partial_cell<Acc>
   // At most warp_threads partials: only warp 0 holds any (one each), and the block tree's
   // answer is warp 0's ordered tree, the other warps' being empty (as fold_partials_of).
   const bool warp_only = TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads;
-  if (bounded)
-    gave_up = tiles <= warp_threads ? warp0_gave_up_for_block(warp_gave_up) : __syncthreads_or(warp_gave_up) != 0;
+  // Every thread of block 0 takes part in what follows a wait that ran out. (Warp 0 telling
+  // the other warps through shared memory and a named barrier it only arrived at measured
+  // slower than this barrier, and compute-sanitizer's racecheck took it for a race.)
+  if (bounded) gave_up = __syncthreads_or(warp_gave_up) != 0;
   if (warp_only) {
     if (threadIdx.x < warp_threads) acc = tally::warp::reduce_ordered(acc, valid, op);
     return acc;

@@ -12,7 +12,6 @@
 // its tile and the folder seeing it (a release fence per tile costs a block far more than
 // the extra words). Larger accumulators write the value, then the tag with release semantics.
 
-#include "tally/detail/plan.cuh"
 #include "tally/detail/runtime.cuh"
 
 #include <cuda/atomic>
@@ -142,22 +141,6 @@ __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std
       return;
     }
   }
-}
-
-// Whether some warp of block 0 gave up its wait, for every thread of the block, where only
-// warp 0 polled (at most warp_threads cells): warp 0 tells the other warps through shared
-// memory and a named barrier that it only arrives at, so its own path to the result has no
-// barrier on it (a block barrier there cost the fold up to 9% of a single pass at mid sizes).
-__device__ __forceinline__ bool warp0_gave_up_for_block(bool warp_gave_up) {
-  __shared__ bool gave_up;
-  if (threadIdx.x < warp_threads) {
-    if (threadIdx.x == 0) gave_up = warp_gave_up;
-    __syncwarp();
-    asm volatile("bar.arrive 1, %0;" ::"n"(block_threads) : "memory");
-    return warp_gave_up;
-  }
-  asm volatile("bar.sync 1, %0;" ::"n"(block_threads) : "memory");
-  return gave_up;
 }
 
 }  // namespace tally::detail

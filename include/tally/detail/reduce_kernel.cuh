@@ -542,8 +542,10 @@ __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
       }
     }
   }
-  if (bounded)
-    gave_up = tiles <= warp_threads ? warp0_gave_up_for_block(warp_gave_up) : __syncthreads_or(warp_gave_up) != 0;
+  // Every thread of block 0 takes part in what follows a wait that ran out. (Warp 0 telling
+  // the other warps through shared memory and a named barrier it only arrived at measured
+  // slower than this barrier, and compute-sanitizer's racecheck took it for a race.)
+  if (bounded) gave_up = __syncthreads_or(warp_gave_up) != 0;
   return fold_partials_of<Acc>(acc, valid, tiles, op);
 }
 
