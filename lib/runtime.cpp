@@ -800,7 +800,19 @@ result_slot::result_slot(int device) : handoff_(nullptr), context_(0) {
   context_ = current_context(device);
   auto& p = slots();
   std::lock_guard<std::mutex> lock(p.mutex);
-  if (p.free_slots.empty()) {
+  // Only a slot of this context will do: a slab dies with the context that allocated it, and
+  // an application may reset one device while it goes on using another, whose calls would
+  // otherwise take slots the reset has unmapped (tally learns of a reset only at the next call
+  // on that device).
+  std::size_t pick = p.free_slots.size();
+  for (std::size_t i = p.free_slots.size(); i-- > 0;) {
+    const slab* owner = slab_of(p, p.free_slots[i]);
+    if (owner && owner->context == context_) {
+      pick = i;
+      break;
+    }
+  }
+  if (pick == p.free_slots.size()) {
     // Room in the lists first: once the slab is allocated nothing may throw.
     p.slabs.reserve(p.slabs.size() + 1);
     p.free_slots.reserve((p.slabs.size() + 1) * slots_per_slab);
@@ -811,8 +823,10 @@ result_slot::result_slot(int device) : handoff_(nullptr), context_(0) {
     p.slabs.push_back(slab{memory, context_, 0});
     p.slab_devices.push_back(device);
     for (std::size_t i = 0; i < slots_per_slab; ++i) p.free_slots.push_back(static_cast<char*>(memory) + i * slot_bytes);
+    pick = p.free_slots.size() - 1;
   }
-  handoff_ = static_cast<host_handoff*>(p.free_slots.back());
+  handoff_ = static_cast<host_handoff*>(p.free_slots[pick]);
+  p.free_slots[pick] = p.free_slots.back();
   p.free_slots.pop_back();
   if (slab* owner = slab_of(p, handoff_)) ++owner->in_use;
   // A slot goes back to the pool only once no kernel will write it: after its value was
