@@ -450,12 +450,11 @@ __device__ __forceinline__ void publish(Out* out, const Out& value, host_handoff
 // The first step of a block's next full tile is fetched before the block reduction of the
 // current one, so a block keeps its loads in flight from one tile to the next: with
 // one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
-// on_first_fetch() runs once, when the first tile's loads are in flight.
-template <class Acc, int VW, class Loader, class Op, class Codec, class OnFirstFetch>
+template <class Acc, int VW, class Loader, class Op, class Codec>
 __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
                                                 const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
                                                 unsigned int epoch, std::uint64_t first_tile,
-                                                std::uint64_t tile_stride, OnFirstFetch on_first_fetch) {
+                                                std::uint64_t tile_stride) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
@@ -466,12 +465,10 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     Acc partial;
     if (plan.tile_is_full(tile)) {
       if constexpr (!prefetch) fetch_if_full(tile);
-      if (tile == first_tile) on_first_fetch();
       const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
       if constexpr (prefetch) fetch_if_full(tile + tile_stride);
       partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
     } else {
-      if (tile == first_tile) on_first_fetch();
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
     if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)), epoch);
@@ -622,7 +619,7 @@ __device__ __forceinline__ void reduce_unpublished_tiles(const Loader& load, con
                                                          fold_sync sync) {
   for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
     if (__syncthreads_or(threadIdx.x == 0 && !cells[tile].is_published(sync.epoch)) == 0) continue;
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, tile, plan.tiles, [] {});
+    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, tile, plan.tiles);
   }
   __syncthreads();  // thread 0's cell stores come before every thread's fold reads them
   if (threadIdx.x == 0) atomicAdd(sync.control + control_word::fallback_folds, 1u);
@@ -656,7 +653,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
 #if TALLY_TUNE_FOLDER_FEWEST_TILES
     if (fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
 #endif
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks, [] {});
+    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks);
   }
   if (blockIdx.x != 0) return;
   // Block 0's first fold waits boundedly; if a wait ran out, block 0 reduces the tiles it has
@@ -678,7 +675,7 @@ __global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader
     tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
                          partial_cell<typename Codec::partial_type>* cells, fold_sync sync) {
   wait_for_prior_grid();
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, blockIdx.x, gridDim.x, [] {});
+  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, blockIdx.x, gridDim.x);
 }
 
 template <class Acc, class Op, class Out, class Codec>
