@@ -1930,8 +1930,6 @@ LIFECYCLE_CHILD_TEST(resources_release_scratch_hands_everything_back)
 LIFECYCLE_CHILD_TEST(managed_memory_input)
 LIFECYCLE_CHILD_TEST(capture_in_global_mode_beside_direct_calls_on_other_threads)
 
-// 2^62 counted values cannot be summed in seconds: a child that finishes that soon must have
-// refused the range or printed the exact sum, and one still running is killed.
 // Needs two GPUs: skipped where there is one (scripts/gpu-check runs it on a two-GPU machine).
 class lifecycle_two_devices : public tally_test::two_device_test {};
 TEST_F(lifecycle_two_devices, threads_graphs_and_a_device_reset) {
@@ -1939,6 +1937,8 @@ TEST_F(lifecycle_two_devices, threads_graphs_and_a_device_reset) {
   EXPECT_TRUE(passed(result)) << describe("two_devices_threads_graphs_and_a_device_reset", result);
 }
 
+// 2^62 counted values cannot be summed in seconds: a child that finishes that soon must have
+// refused the range or printed the exact sum, and one still running is killed.
 TEST_F(lifecycle, huge_counting_range_is_never_a_fast_wrong_answer) {
   const auto result = run_child("huge_counting_range", 5);
   if (result.timed_out) return;  // summing for real

@@ -382,6 +382,16 @@ __device__ __forceinline__ void ordered_reduce_unpublished_tiles(const Loader& l
   if (threadIdx.x == 0) atomicAdd(sync.control + control_word::fallback_folds, 1u);
 }
 
+// Out of line for the reason refold_after_wait_ran_out is (reduce_kernel.cuh): the cold
+// path's registers stay off the hot path's.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __noinline__ Acc ordered_refold_after_wait_ran_out(Loader load, reduction_plan plan, Op op,
+                                                               partial_cell<Acc>* cells, fold_sync sync) {
+  ordered_reduce_unpublished_tiles<Acc, VW>(load, plan, op, cells, sync);
+  bool gave_up = false;
+  return ordered_fold_published_partials(cells, plan.tiles, op, sync, false, gave_up);
+}
+
 // Plans of one or two tiles (N up to two steps: 2^14 floats, 2^13 doubles) in one block,
 // without partials in the scratch and without a block waiting on another. A tile of one
 // step holds one piece per warp region, so piece p of the input is region p % 8 of tile
@@ -484,10 +494,7 @@ __global__ void __launch_bounds__(block_threads, 2)
   // single pass's (reduce_kernel.cuh, single_pass_reduce_kernel).
   bool gave_up = false;
   Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, true, gave_up);
-  if (gave_up) {
-    ordered_reduce_unpublished_tiles<Acc, VW>(load, plan, op, cells, sync);
-    total = ordered_fold_published_partials(cells, plan.tiles, op, sync, false, gave_up);
-  }
+  if (gave_up) total = ordered_refold_after_wait_ran_out<Acc, VW>(load, plan, op, cells, sync);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 

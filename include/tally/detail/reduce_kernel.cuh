@@ -625,6 +625,20 @@ __device__ __forceinline__ void reduce_unpublished_tiles(const Loader& load, con
   if (threadIdx.x == 0) atomicAdd(sync.control + control_word::fallback_folds, 1u);
 }
 
+// What block 0 of a single pass does after a wait ran out: it reduces the unpublished tiles,
+// then folds every cell without a bound. Out of line on purpose: inlined, this cold path's
+// second copy of the tile code and of the fold made ptxas spill 24-180 bytes per thread in the
+// single pass of float, int and double sums (it had none before the fallback existed), which
+// every tile block paid for on the hot path. A call costs only the path that runs it.
+template <class Acc, int VW, class Loader, class Op, class Codec>
+__device__ __noinline__ Acc refold_after_wait_ran_out(Loader load, reduction_plan plan, Op op, Codec codec,
+                                                       partial_cell<typename Codec::partial_type>* cells,
+                                                       fold_sync sync) {
+  reduce_unpublished_tiles<Acc, VW>(load, plan, op, codec, cells, sync);
+  bool gave_up = false;
+  return fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
+}
+
 // What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
 //   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
 //                  as it is published, so when the last one lands only its fold and the
@@ -657,14 +671,10 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
   }
   if (blockIdx.x != 0) return;
   // Block 0's first fold waits boundedly; if a wait ran out, block 0 reduces the tiles it has
-  // not seen published and folds again, every cell filled (partials.cuh, fold_sync). (One
-  // copy of the fold in a loop over both rounds spilled registers and ran slower.)
+  // not seen published and folds again, every cell filled (partials.cuh, fold_sync).
   bool gave_up = false;
   Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, true, gave_up);
-  if (gave_up) {
-    reduce_unpublished_tiles<Acc, VW>(load, plan, op, codec, cells, sync);
-    total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
-  }
+  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
