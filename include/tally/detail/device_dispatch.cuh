@@ -52,8 +52,9 @@ std::uint64_t resident_grid(const device_policy& policy, int device) {
 }
 
 // The strategy a call runs: the forced one if it can run the call, else tally's choice.
-// The fixed-order single pass is the default for every type: it is as fast as the atomic
-// strategies on the H100 (benchmarks/RESULTS.md) and reproducible for every operator.
+// The fixed-order single pass is the default for every type: it measured at least as fast
+// as the atomic strategies and is reproducible for every operator
+// (docs/decisions/0018-atomic-strategies-opt-in.md).
 template <class Acc, class Op>
 tally::strategy choose_strategy(const device_policy& policy, const char* algorithm) {
   const tally::strategy forced = policy.forced_strategy();

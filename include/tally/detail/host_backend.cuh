@@ -112,7 +112,8 @@ Acc reduce_tile(It first, const reduction_plan& plan, std::uint64_t tile, Op& op
   return reduce_partial_tile<Acc>(first, plan, tile, op).value;
 }
 
-// The last block's fold of the tile partials.
+// Block 0's fold of the tile partials (fold_published_partials), or the two pass's second
+// launch: thread t takes partials t, t + block_threads, ... in order, then the block tree.
 template <class Acc, class Op>
 Acc fold_partials(const std::vector<Acc>& partials, Op& op) {
   std::vector<lane_value<Acc>> lanes(block_threads);

@@ -13,7 +13,7 @@
 // allows it) start up to a launch latency earlier. A single call after a kernel launched the
 // ordinary way, or after a host synchronize, gains nothing and loses nothing. The knob
 // TALLY_TUNE_PDL=0 launches every kernel the ordinary way (scripts/tune compares the two;
-// benchmarks/RESULTS.md has the figures).
+// docs/decisions/0017-programmatic-dependent-launch.md has the figures).
 
 #include "tally/detail/runtime.cuh"
 

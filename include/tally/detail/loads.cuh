@@ -10,11 +10,10 @@
 
 // Inputs of more than 1 / stream_reads_l2_fraction of the L2 (an eighth: 6.6 MB on the H100)
 // are read with an evict-first hint (ld.global.cs): read once, they then do not push the rest
-// of the L2 out, and on the H100 the sums read them faster (0.4-0.6 us less at 2^22-2^24
-// floats; 0.1 us at 2^20 doubles, 8.4 MB, where a quarter was the threshold before; and no
-// loss measured where one such input is read again from the L2; benchmarks/RESULTS.md).
-// Smaller inputs keep the read-only path, which leaves them in L2 for the next call: with
-// the hint, eight rotated 4 MB inputs lost 0.6-0.8 us a call at 2^20 floats.
+// of the L2 out, and the sums read them faster, with no loss where such an input is read
+// again from the L2. Smaller inputs keep the read-only path, which leaves them in L2 for the
+// next call: the hint would evict inputs that the next call reads again, and that is slower
+// (docs/decisions/0014-evict-first-loads.md).
 // TALLY_TUNE_STREAM_READS: 0 never, 1 always, 2 above the fraction (scripts/tune).
 #ifndef TALLY_TUNE_STREAM_READS
 #define TALLY_TUNE_STREAM_READS 2

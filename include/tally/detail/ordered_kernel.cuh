@@ -359,7 +359,8 @@ __device__ __forceinline__ Acc ordered_fold_published_partials(partial_cell<Acc>
   const bool warp_only = TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads;
   // Every thread of block 0 takes part in what follows a wait that ran out. (Warp 0 telling
   // the other warps through shared memory and a named barrier it only arrived at measured
-  // slower than this barrier, and compute-sanitizer's racecheck took it for a race.)
+  // slower than this barrier, and compute-sanitizer's racecheck took it for a race:
+  // docs/decisions/0002-bounded-fold-wait.md.)
   if (bounded) gave_up = __syncthreads_or(warp_gave_up) != 0;
   if (warp_only) {
     if (threadIdx.x < warp_threads) acc = tally::warp::reduce_ordered(acc, valid, op);
@@ -400,9 +401,9 @@ __device__ __noinline__ Acc ordered_refold_after_wait_ran_out(Loader load, reduc
 // warps' folds then go through fold_warp_leaders's tree, per tile (slots past the launched
 // warps are empty, as such warps' are there), and two tiles' folds combine as the ordered
 // fold of two partials does: op(p0, p1). So the bits are the single pass's. A single piece
-// (N up to 1024 floats) is one warp's fold, with no block stage at all. On the H100 the
-// ordered float sum took 1.53 us instead of 2.19 at 2^10, 2.30 instead of 2.50 at 2^13 and
-// 2.72 instead of 3.17 at 2^14 (benchmarks/RESULTS.md, 2026-11-25).
+// (N up to 1024 floats) is one warp's fold, with no block stage at all. The smallest
+// ordered calls thus pay neither a combine across blocks nor a scratch lease
+// (docs/decisions/0012-ordered-plan.md).
 template <class Acc, int VW, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     ordered_small_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff) {
@@ -490,8 +491,9 @@ __global__ void __launch_bounds__(block_threads, 2)
   ordered_reduce_my_tiles<Acc, VW>(load, plan, op, cells, sync.epoch, blockIdx.x, gridDim.x);
   if (blockIdx.x != 0) return;
   // Block 0 reduces its own tiles first (folding only, as the commutative kernel does with
-  // few tiles, measured slower here), then folds, its first wait bounded, as the commutative
-  // single pass's (reduce_kernel.cuh, single_pass_reduce_kernel).
+  // few tiles, measured slower here: docs/decisions/0012-ordered-plan.md), then folds, its
+  // first wait bounded, as the commutative single pass's (reduce_kernel.cuh,
+  // single_pass_reduce_kernel).
   bool gave_up = false;
   Acc total = ordered_fold_published_partials(cells, plan.tiles, op, sync, true, gave_up);
   if (gave_up) total = ordered_refold_after_wait_ran_out<Acc, VW>(load, plan, op, cells, sync);

@@ -10,7 +10,8 @@
 // travels with the tag in one 64-bit word, written and read as one access. A reader that
 // sees the tag on every word has every piece, so no fence stands between a block finishing
 // its tile and the folder seeing it (a release fence per tile costs a block far more than
-// the extra words). Larger accumulators write the value, then the tag with release semantics.
+// the extra words: docs/decisions/0010-packed-partial-cells.md). Larger accumulators write
+// the value, then the tag with release semantics.
 
 #include "tally/detail/runtime.cuh"
 
@@ -106,7 +107,7 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
 // publishes the same bits into a cell block 0 may have filled already, and the grid's end,
 // which the stream's next work waits for, still comes after it. An atomic or a barrier of
 // the tile blocks' for a protocol, or a count of started blocks that block 0 checks before
-// it polls, cost 4-18% of a single pass at mid sizes on the H100
+// it polls, made every mid-size single pass slower, which this protocol does not
 // (docs/decisions/0002-bounded-fold-wait.md).
 struct fold_sync {
   unsigned int* control = nullptr;  // the call's control block (runtime.cuh, control_word)
@@ -118,12 +119,13 @@ struct fold_sync {
 // it has been read already (or this lane has no cell: then cells[k] is never touched). Every
 // lane of the warp calls it together and loops until all of them are ready, so the warp stays
 // converged (a lane that left its poll loop as soon as its partial landed diverged from its
-// warp until the warp's tree, and cost up to 0.65 us a call on the H100).
+// warp until the warp's tree, which made calls slower: docs/decisions/0009-fold-polling.md).
 //
 // With `bounded` (block 0's first fold), the warp polls at most sync.poll_limit times; if its
 // cells are still not all published, it sets gave_up and stops waiting (fold_sync). A warp
 // that gave up waits for none of its later cells either. Only a count and an exit sit in
-// the loop: a clock read or a call there cost up to 5% of a single pass at mid sizes.
+// the loop: a clock read or a call there made mid-size single passes slower
+// (docs/decisions/0002-bounded-fold-wait.md).
 template <class Partial>
 __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std::uint64_t k, bool& ready,
                                                Partial& value, unsigned int epoch, fold_sync sync, bool bounded,

@@ -8,9 +8,10 @@
 // vector_width consecutive elements starting at
 //     tile_begin + s * step_items + (u * block_threads + t) * vector_width
 // and folds its chunks left to right into one accumulator. Warps then fold lanes by a
-// shuffle-down tree, warp 0 folds the warps' results the same way, and the last block
-// folds the tile partials: thread t takes partials t, t + block_threads, ... in order,
-// then the same block tree. See docs/determinism.md.
+// shuffle-down tree, warp 0 folds the warps' results the same way, and one block (block 0
+// of the single pass, or the second launch of the two pass) folds the tile partials:
+// thread t takes partials t, t + block_threads, ... in order, then the same block tree.
+// See docs/determinism.md.
 //
 // An operator that is not commutative (operator_traits.cuh) takes the order-preserving
 // variant of the same plan (ordered_tile below): the same tiles, but every lane, warp and
@@ -29,9 +30,10 @@ namespace tally::detail {
 
 // The TALLY_TUNE_* macros exist for scripts/tune, which builds variants of the plan to
 // compare them in one run; a program must never mix translation units built with
-// different values. Without them the defaults below are the plan: 8 loads per step and
-// at most 2048 tiles measured fastest on the H100 (block 0 polls fewer partials), see
-// benchmarks/RESULTS.md.
+// different values. Without them the defaults below are the plan: 8 loads per step keep
+// enough bytes in flight per thread at two resident blocks per SM, and at most 2048 tiles
+// keep the partials block 0 polls few; no variant measured was faster beyond the spread
+// (docs/decisions/0004-plan-shape.md).
 #ifndef TALLY_TUNE_LOADS_PER_STEP
 #define TALLY_TUNE_LOADS_PER_STEP 8
 #endif
@@ -65,7 +67,7 @@ struct reduction_plan {
 // its rounding (a selection under a total order, as the extrema's candidate combines), says
 // so with `static constexpr bool order_free = true`. Its plan takes fewer, longer tiles:
 // each tile costs a block reduction and a partial for block 0 to fold, which for wide
-// candidates is worth amortizing (measured at 2^24 on the H100, benchmarks/RESULTS.md).
+// candidates is worth amortizing (docs/decisions/0013-order-free-extrema.md).
 template <class Op, class = void>
 struct is_order_free : std::false_type {};
 template <class Op>

@@ -1,10 +1,11 @@
 #pragma once
 // The reduction kernels. Blocks reduce the plan's tiles into partials and one block folds
 // the partials in the plan's fixed order, then writes op(init, total):
-//   single pass  block 0 folds each partial as soon as it is published (a ready flag
-//                beside every partial, cleared again by block 0). Where the tiles are few
-//                for the grid, block 0 reduces none of them and polls from the start;
-//                otherwise it first reduces the smallest share of them (fold_block_role)
+//   single pass  block 0 folds each partial as soon as it is published (a cell tagged with
+//                the call's epoch, never cleared: partials.cuh), not after a last block's
+//                ticket (docs/decisions/0003-single-pass-fold-in-block-0.md). Where the
+//                tiles are few for the grid, block 0 reduces none of them and polls from the
+//                start; otherwise it first reduces the smallest share of them (fold_block_role)
 //   two pass     a second launch folds them
 // The atomic strategies (atomic_reduce_kernel) combine block or warp results with atomics
 // instead; their order is not fixed, so they are reproducible only for exact integer ops.
@@ -113,8 +114,8 @@ struct folds_local_positions<Loader, Op, std::enable_if_t<!std::is_void_v<typena
 // candidates (extrema) sends it in that form, positions counted from the tile's first
 // element, and block 0 makes the index again as it reads it: half the words to publish and
 // to poll for minmax_element (16 bytes instead of 32), the poll being on the reduction's
-// critical path (benchmarks/RESULTS.md). Dispatch has checked that a tile's positions fit
-// in 32 bits (local_positions_fit).
+// critical path (docs/decisions/0013-order-free-extrema.md). Dispatch has checked that a
+// tile's positions fit in 32 bits (local_positions_fit).
 template <class Acc>
 struct identity_codec {
   using partial_type = Acc;
@@ -230,10 +231,10 @@ inline constexpr int min_resident_blocks =
 // A loader may say that its single pass also pays compiled for two resident blocks per SM
 // where the tiles outnumber the blocks that one per SM holds (static constexpr bool
 // two_blocks_at_many_tiles): float inner_product's raw pairs take 181 registers, one block
-// per SM; held to 128 (no stack) they took 13.8 us instead of 14.3 at 2^22 and 45.8
-// instead of 46.8 at 2^24 on the H100, but 3.8 instead of 3.6 at 2^19, where one block per
-// SM holds every tile (benchmarks/RESULTS.md, 2026-11-25). Dispatch picks by the tile count
-// (launch_commutative_reduce). TALLY_TUNE_TWO_BLOCK_VARIANT=0 keeps one kernel.
+// per SM; held to 128 they read faster where the tiles outnumber the blocks, and slower
+// where one block per SM holds every tile (docs/decisions/0015-transforms-at-the-fold.md).
+// Dispatch picks by the tile count (launch_commutative_reduce).
+// TALLY_TUNE_TWO_BLOCK_VARIANT=0 keeps one kernel.
 #ifndef TALLY_TUNE_TWO_BLOCK_VARIANT
 #define TALLY_TUNE_TWO_BLOCK_VARIANT 1
 #endif
@@ -246,8 +247,8 @@ struct has_two_block_variant<Loader, std::enable_if_t<Loader::two_blocks_at_many
 // Folds a full tile's steps in order: fold_step(chunks, s, Start) folds step s, held in
 // `chunks`; Start (std::true_type for step 0) says it starts the accumulator. Step 0 is
 // already in `step` (fetched by the caller). (Fetching step s + 1 before folding step s,
-// into a second register set or chunk by chunk into the same one, was measured on the
-// H100 and gained nothing: benchmarks/RESULTS.md.)
+// into a second register set or chunk by chunk into the same one, gained nothing:
+// docs/decisions/0005-next-tile-prefetch.md.)
 template <int VW, class Loader, int Loads, class BeginOf, class FoldStep>
 __device__ __forceinline__ void fold_tile_steps(const Loader& load, std::uint64_t steps,
                                                 step_chunks<VW, Loader, Loads>& step, BeginOf begin_of,
@@ -342,10 +343,10 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
   C chunks[loads_per_step][VW];
   // Every chunk is read, so that all the loads are in flight at once: under a branch each,
   // the compiler gave the loads of a double sum one register, and each load waited for the
-  // one before (2^11 doubles at 0.8x CUB's speed on the H100, benchmarks/RESULTS.md). A
-  // chunk that is not whole reads the step's first chunk instead, and is not folded; that
-  // chunk is whole whenever any chunk of the step is. (TALLY_TUNE_PARTIAL_LOADS=0 reads the
-  // whole chunks only, the way before.)
+  // one before (docs/decisions/0006-one-tile-kernels.md). A chunk that is not whole reads
+  // the step's first chunk instead, and is not folded; that chunk is whole whenever any
+  // chunk of the step is. (TALLY_TUNE_PARTIAL_LOADS=0 reads the whole chunks only, the way
+  // before.)
   if (remaining >= unsigned(VW)) {
 #pragma unroll
     for (int u = 0; u < loads_per_step; ++u) {
@@ -481,8 +482,8 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 // less on its critical path. With at most warp_threads partials only warp 0 holds any, and
 // the block tree's answer is warp 0's tree: the other warps' results are empty, and
 // combining with empty changes nothing. Warp 0's tree alone gives those bits without the
-// block stage's two barriers: 0.13-0.18 us less at 2-16 tiles (2^14-2^17 floats) in a tune
-// session on the H100 (benchmarks/RESULTS.md).
+// block stage's two barriers, which sit at the end of every call of 2 to 32 tiles
+// (docs/decisions/0009-fold-polling.md).
 template <class Acc, class Op>
 __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
   if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
@@ -500,7 +501,8 @@ __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64
 // flight, from a block 0 that polls from the kernel's start, that the tile block beside it
 // on its SM fell behind.) Every thread runs the same rounds of the same batch, whether or not
 // it has cells in them, so that each warp polls converged (poll_converged). Cells are read,
-// never cleared: the next call's epoch differs.
+// never cleared: the next call's epoch differs. docs/decisions/0009-fold-polling.md has the
+// measurements behind the batch, the lone poll and the converged warps.
 // With `bounded` (block 0's first fold in a single pass) each warp's wait is bounded
 // (partials.cuh, fold_sync); gave_up then says, in every thread, that some wait ran out and
 // the total is not to be used.
@@ -512,7 +514,7 @@ __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
   const unsigned int epoch = sync.epoch;
   using partial_t = typename Codec::partial_type;
   // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
-  // polled 16 at a time measured slower than 4 at a time.
+  // polled 16 at a time measured slower than 4 at a time (docs/decisions/0009-fold-polling.md).
   constexpr int batch = sizeof(Acc) <= 8 ? TALLY_TUNE_FOLD_BATCH : (sizeof(Acc) <= 32 ? 4 : 1);
   constexpr std::uint64_t round_items = std::uint64_t(batch) * block_threads;
   Acc acc{};
@@ -541,7 +543,8 @@ __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
   }
   // Every thread of block 0 takes part in what follows a wait that ran out. (Warp 0 telling
   // the other warps through shared memory and a named barrier it only arrived at measured
-  // slower than this barrier, and compute-sanitizer's racecheck took it for a race.)
+  // slower than this barrier, and compute-sanitizer's racecheck took it for a race:
+  // docs/decisions/0002-bounded-fold-wait.md.)
   if (bounded) gave_up = __syncthreads_or(warp_gave_up) != 0;
   return fold_partials_of<Acc>(acc, valid, tiles, op);
 }
@@ -552,11 +555,11 @@ __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
 // below loads_per_step (2^10, 2^11 and 2^12 floats; 2^13 is a whole step), the kernel of
 // Loads loads per thread reduces it as a full tile: no predicates, no loads to spare. That
 // is still the plan's order: thread t's chunk u starts at (u * block_threads + t) * VW, so
-// its chunks u >= Loads start at n and the plan folds nothing from them. On the H100, 2^12
-// floats went from 0.92x CUB's speed to 1.00-1.03x, 2^11 doubles from 0.92x to 1.03-1.06x,
-// min_element at 2^10 from 3.4 to 2.5 us (benchmarks/RESULTS.md). Any other n takes the
-// kernel of loads_per_step loads, full or partial: partial tiles in the smaller kernels
-// too made a third more code to compile, for gains only where tally was faster than CUB.
+// its chunks u >= Loads start at n and the plan folds nothing from them. Without it those
+// sizes paid for a partial step's predicates and idle loads, and fell behind CUB. Any other
+// n takes the kernel of loads_per_step loads, full or partial: partial tiles in the smaller
+// kernels too made much more code to compile, for gains only where tally was faster than
+// CUB (docs/decisions/0006-one-tile-kernels.md).
 template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
 __global__ void __launch_bounds__(block_threads)
     single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff) {
@@ -577,10 +580,10 @@ __global__ void __launch_bounds__(block_threads)
 // two runs of block_threads threads: run r reduces tile r exactly as a tile block of the
 // single pass would, and thread 0 then folds the two partials as the tree fold_partials_of
 // takes for at most 32 of them does: op(p0, p1). So the bits are the single pass's, without
-// publishing the partials through the L2 to a block that polls for them. On the H100 this
-// took 0.4-0.7 us off 2^14 floats and 2^13 doubles (benchmarks/RESULTS.md). Plans of 3 and 4
-// tiles gained 0.0-0.15 us with a run per tile (64 registers a thread) and lost 0.2-0.3 us
-// with two tiles per run, so they keep the single pass.
+// publishing the partials through the L2 to a block that polls for them: a combine across
+// blocks costs more than one block's reading a second tile. Plans of 3 and 4 tiles gained
+// next to nothing with a run per tile (64 registers a thread) and lost with two tiles per
+// run, so they keep the single pass (docs/decisions/0007-tile-pair-kernel.md).
 inline constexpr unsigned tile_pair_runs = 2;
 
 template <class Acc, int VW, class Loader, class Op, class Out>
@@ -643,14 +646,14 @@ __device__ __noinline__ Acc refold_after_wait_ran_out(Loader load, reduction_pla
 //   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
 //                  as it is published, so when the last one lands only its fold and the
 //                  block tree are left. Blocks 1, 2, ... reduce the tiles. Taken while the
-//                  tiles are few for the grid (at most fold_block_gate per tile block):
-//                  0.2-0.7 us less at 2^14-2^20 floats on the H100.
+//                  tiles are few for the grid (at most fold_block_gate per tile block).
 //   reduces_first  with many tiles (2^24 floats: 2048 on 264 blocks) a block of its own
 //                  costs a share of the read, so block 0 reduces tiles too, and takes the
 //                  share that ends soonest (block gridDim.x - 1's, the smallest where the
 //                  tiles do not divide evenly), then folds.
-// Either way block 0 waits only on blocks that need nothing from it, so every block
-// finishes whatever the order in which the GPU schedules them.
+// Either way block 0 waits only on blocks that need nothing from it, and boundedly, so every
+// block finishes whatever the order in which the GPU schedules them (partials.cuh,
+// fold_sync). docs/decisions/0008-block-0-roles.md has the measurements behind the roles.
 enum class fold_block_role : unsigned { reduces_first = 0, folds_only = 1 };
 inline constexpr unsigned fold_block_gate = TALLY_TUNE_FOLD_BLOCK_GATE;
 

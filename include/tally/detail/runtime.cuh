@@ -2,8 +2,9 @@
 // The compiled runtime (lib/): device properties, the CUDA context a call runs in, the
 // scratch a call owns while it runs, and pinned result slots. Everything here is thread safe
 // and allocates only on first use of a device, stream or slot. An allocation that fails
-// throws tally::bad_alloc and leaves the pools as they were. docs/architecture.md walks the
-// ownership model; docs/lifecycle.md says what an application may rely on.
+// throws tally::bad_alloc and leaves the pools as they were. docs/lifecycle.md is the
+// ownership model and says what an application may rely on; docs/architecture.md places the
+// runtime among the layers.
 
 #include <cuda_runtime_api.h>
 
@@ -184,7 +185,7 @@ result_slot_counts result_slots();
 // word written by one 8-byte store. The host zeroes the words before the launch and takes
 // the value once every word it needs shows the tag, so each word vouches for itself and no
 // fence has to order a value before a flag. The partial cells use the same pattern
-// (partials.cuh).
+// (partials.cuh; docs/decisions/0011-host-handoff.md).
 inline constexpr unsigned long long handoff_tag = 1ull << 32;
 inline constexpr std::size_t handoff_words = max_accumulator_bytes / 4;
 struct host_handoff {

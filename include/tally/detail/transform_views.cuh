@@ -99,8 +99,8 @@ template <class It>
 inline constexpr int plan_vector_width_v = plan_vector_width<It>();
 
 #if defined(__CUDACC__)
-// TALLY_TUNE_RAW_TRANSFORMS=0 transforms each chunk as it is read, as before 2026-11-25
-// (scripts/tune); 1 defers it to the fold (below).
+// TALLY_TUNE_RAW_TRANSFORMS=0 transforms each chunk as it is read, as the loaders did before
+// docs/decisions/0015-transforms-at-the-fold.md (scripts/tune); 1 defers it to the fold (below).
 #ifndef TALLY_TUNE_RAW_TRANSFORMS
 #define TALLY_TUNE_RAW_TRANSFORMS 1
 #endif
@@ -110,9 +110,9 @@ inline constexpr int plan_vector_width_v = plan_vector_width<It>();
 // value). Transforming as the chunk is read would put an instruction that needs the loaded
 // bytes where the fetch is: the next tile's fetch, which a block issues before its block
 // reduction so that the loads are in flight meanwhile (reduce_kernel.cuh), would then make
-// the block wait for them first: transform_reduce of x * x took 8.8 us instead of 9.5 at
-// 2^22 floats on the H100 (benchmarks/RESULTS.md, 2026-11-25). Where V is wider than E (a count's 8-byte 0 or 1 from a
-// 4-byte float), the raw elements also keep a step's loads in 32 registers, not 64.
+// the block wait for them first (docs/decisions/0015-transforms-at-the-fold.md). Where V is
+// wider than E (a count's 8-byte 0 or 1 from a 4-byte float), the raw elements also keep a
+// step's loads in 32 registers, not 64.
 template <class F, class E, class V, int VW>
 struct transform_vector_loader {
   static_assert(sizeof(E) * VW == 16, "transform_vector_loader reads 16-byte chunks");
@@ -149,11 +149,10 @@ struct element_pair {
 // With Raw (dispatch asks for it where the operator is commutative) full tiles keep both
 // elements as read and transform them as they are folded. A step's raw pairs are then 256
 // bytes a thread, so the kernel does not fetch the next tile early (prefetches_next_tile):
-// inner_product took 14.6 us instead of 15.7 at 2^22 floats and 46.8 instead of 51.7 at
-// 2^24 on the H100, and prefetching the raw pairs as well measured slower than either
-// (benchmarks/RESULTS.md, 2026-11-25). The order-preserving kernel stages chunks of at most
-// 16 bytes through shared memory (ordered_kernel.cuh), which a raw pair is not, so it takes
-// transformed chunks.
+// prefetching the raw pairs as well measured slower than transforming at the read
+// (docs/decisions/0015-transforms-at-the-fold.md). The order-preserving kernel stages
+// chunks of at most 16 bytes through shared memory (ordered_kernel.cuh), which a raw pair
+// is not, so it takes transformed chunks.
 template <class T, class E1, class E2, class V, int VW, bool Raw = false>
 struct pair_vector_loader {
   static_assert(sizeof(E1) * VW == 16 && sizeof(E2) * VW == 16, "pair_vector_loader reads 16-byte chunks");
@@ -161,8 +160,8 @@ struct pair_vector_loader {
   using raw_type = std::conditional_t<Raw, element_pair<E1, E2>, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E1) + sizeof(E2);
   // Raw pairs of 4-byte elements read faster at many tiles from a kernel held to two blocks
-  // per SM (has_two_block_variant, reduce_kernel.cuh); pairs of 8-byte ones lost 2.7 us at
-  // 2^24 that way on the H100 (benchmarks/RESULTS.md, 2026-11-25).
+  // per SM (has_two_block_variant, reduce_kernel.cuh); pairs of 8-byte ones read slower that
+  // way (docs/decisions/0015-transforms-at-the-fold.md).
   static constexpr bool two_blocks_at_many_tiles = Raw && sizeof(E1) + sizeof(E2) <= 8;
   const E1* a;
   const E2* b;

@@ -48,8 +48,8 @@ inline constexpr bool compiles_redux = false;
 // std::, computing in T) fold in one instruction on compute capability 8.0 and later
 // (redux.sync) instead of five shuffles and five combines. Exact: any order of the
 // combines gives the bits of the shuffle tree, so the result is the same as on the host
-// and on older GPUs. On the H100 an int sum took 0.5 us less from 2^15 to 2^20 (four such
-// trees on its critical path; benchmarks/RESULTS.md, 2026-11-25).
+// and on older GPUs. A single pass has four such trees on its critical path, so every int
+// sum gains (docs/decisions/0016-integer-trees-by-redux.md).
 template <class T, class Op>
 inline constexpr bool folds_by_redux_v = TALLY_TUNE_WARP_REDUX && compiles_redux &&
                                          (std::is_same_v<T, int> || std::is_same_v<T, unsigned int>) &&
