@@ -3,7 +3,7 @@
 //
 // A device call that needs room for its tile partials borrows its stream's scratch block:
 // one per (CUDA context, stream), grown to what the largest plan on that stream has used
-// (a few hundred KiB at most), kept for the stream's next call so that steady state
+// (1 MiB at most), kept for the stream's next call so that steady state
 // allocates nothing. reduce() also borrows a slot of pinned host memory for its value.
 // Calls captured into a CUDA graph use memory the graph owns instead (docs/lifecycle.md).
 //
