@@ -112,7 +112,7 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
 struct fold_sync {
   unsigned int* control = nullptr;  // the call's control block (runtime.cuh, control_word)
   unsigned int epoch = 0;
-  unsigned int poll_limit = 0;      // polls of one warp's cells before its wait runs out
+  unsigned int poll_limit = 0;      // polls of one batch slot of a warp's cells before its wait runs out
 };
 
 // Waits until cells[k] is published by this call and reads it into value; ready says whether
@@ -121,8 +121,9 @@ struct fold_sync {
 // converged (a lane that left its poll loop as soon as its partial landed diverged from its
 // warp until the warp's tree, which made calls slower: docs/decisions/0009-fold-polling.md).
 //
-// With `bounded` (block 0's first fold), the warp polls at most sync.poll_limit times; if its
-// cells are still not all published, it sets gave_up and stops waiting (fold_sync). A warp
+// With `bounded` (block 0's first fold), the warp polls this slot of its cells at most
+// sync.poll_limit times (so its whole wait is bounded by the slots times the limit); if they
+// are still not all published, it sets gave_up and stops waiting (fold_sync). A warp
 // that gave up waits for none of its later cells either. Only a count and an exit sit in
 // the loop: a clock read or a call there made mid-size single passes slower
 // (docs/decisions/0002-bounded-fold-wait.md).

@@ -163,8 +163,8 @@ int pending_allocation_failures();
 // there (fallback_folds) starts again at 0 whenever the block grows or is zeroed again.
 unsigned int stream_control_word(int device, cudaStream_t stream, int index);
 
-// Test hook: how many times a warp of block 0 of a single pass polls its cells before its
-// wait runs out and block 0 reduces the missing tiles itself (partials.cuh, fold_sync). The
+// Test hook: how many times a warp of block 0 of a single pass polls one batch slot of its
+// cells (partials.cuh, poll_converged) before its wait runs out and block 0 reduces the missing tiles itself (partials.cuh, fold_sync). The
 // default, default_fold_poll_limit, is a few milliseconds of polling; 1 makes nearly every
 // single pass take that path.
 inline constexpr unsigned int default_fold_poll_limit = 4096;
