@@ -181,9 +181,11 @@ __device__ __forceinline__ Acc fold_fetched_full_piece(const Loader& load, std::
 #pragma unroll
   for (int k = 0; k < loads_per_step; ++k)
 #pragma unroll
-    for (int j = 0; j < VW; ++j)
+    for (int j = 0; j < VW; ++j) {
       if (k != 0 || j != 0)
         acc = static_cast<Acc>(op(acc, static_cast<Acc>(chunk_value(load, run[k][j], run_begin + k * VW + j))));
+      if (j == VW - 1) end_fold_chain<Acc, Op>(acc);
+    }
   return tally::warp::reduce_ordered(acc, op);
 }
 
@@ -234,6 +236,7 @@ __device__ __forceinline__ Acc fold_checked_piece(const Loader& load, std::uint6
         acc = valid ? static_cast<Acc>(op(acc, x)) : x;
         valid = true;
       }
+      if (j == VW - 1) end_fold_chain<Acc, Op>(acc);
     }
   return tally::warp::reduce_ordered(acc, valid, op);
 }

@@ -11,6 +11,7 @@
 // instead; their order is not fixed, so they are reproducible only for exact integer ops.
 
 #include "tally/block/reduce.cuh"
+#include "tally/detail/fold_chain.cuh"
 #include "tally/detail/launch.cuh"
 #include "tally/detail/loads.cuh"
 #include "tally/detail/partials.cuh"
@@ -189,6 +190,7 @@ struct step_chunks {
         } else {
           fold_into(acc, element(load, step_begin, u, j), op);
         }
+        if (j == VW - 1) end_fold_chain<Acc, Op>(acc);
       }
   }
   // The same over a loader's local candidates (folds_local_positions): element (u, j) at
@@ -373,6 +375,7 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
           fold_into(acc, x, op);
         }
       }
+      end_fold_chain<Acc, Op>(acc);
       started = true;
     }
   }
