@@ -294,7 +294,7 @@ TEST_F(strategies, kernels_are_launched_with_pdl_exactly_where_their_code_holds_
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
   using kernel_loader = tally::detail::vector_loader<float, 4>;
   constexpr auto kernel = tally::detail::single_tile_reduce_kernel<float, 4, 8, kernel_loader, tally::plus<float>, float>;
-  const bool expected = TALLY_TUNE_PDL && major >= 9 && compiled_for >= 900;
+  const bool expected = tally::detail::tuning::programmatic_launch && major >= 9 && compiled_for >= 900;
   EXPECT_EQ(tally::detail::launches_programmatically<kernel>(device), expected)
       << "compute capability " << major << ".x, device code compiled for " << compiled_for;
 }

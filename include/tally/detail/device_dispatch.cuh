@@ -9,6 +9,7 @@
 #include "tally/detail/reduce_kernel.cuh"
 #include "tally/detail/runtime.cuh"
 #include "tally/detail/transform_views.cuh"
+#include "tally/detail/tuning.cuh"
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
 #include "tally/operator_traits.cuh"
@@ -102,10 +103,7 @@ void launch_single_pass(const reduction_plan& plan, const device_policy& policy,
 // The one-tile kernel (single_tile_reduce_kernel): of Loads loads per thread where n is
 // exactly block_threads * VW * Loads, trying Loads, 2 * Loads, ... below loads_per_step;
 // otherwise of loads_per_step loads.
-#ifndef TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS
-#define TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS 1  // 8 (loads_per_step): every one-tile call takes the whole step's kernel
-#endif
-inline constexpr int single_tile_fewest_loads = TALLY_TUNE_SINGLE_TILE_FEWEST_LOADS;
+inline constexpr int single_tile_fewest_loads = tuning::single_tile_fewest_loads;
 static_assert((loads_per_step & (loads_per_step - 1)) == 0 &&
                   (single_tile_fewest_loads & (single_tile_fewest_loads - 1)) == 0 &&
                   single_tile_fewest_loads <= loads_per_step,
@@ -138,7 +136,7 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   // Two tiles: one block of a run of block_threads threads per tile (tile_pair_reduce_kernel),
   // the single pass's bits in one launch without partials in the scratch. A forced grid size
   // keeps the general kernel, which the determinism tests compare against it.
-  if (TALLY_TUNE_TILE_PAIR && plan.tiles == 2 && !atomic && chosen != tally::strategy::two_pass &&
+  if (tuning::tile_pair_kernel && plan.tiles == 2 && !atomic && chosen != tally::strategy::two_pass &&
       policy.forced_grid_size() == 0) {
     check_stream_of_device(policy.stream(), device);
     launch_kernel<tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>>(1, tile_pair_runs * block_threads, policy.stream(),
@@ -193,10 +191,6 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   lease.launched();
 }
 
-#ifndef TALLY_TUNE_ORDERED_SMALL
-#define TALLY_TUNE_ORDERED_SMALL 1  // 0: plans of one or two tiles take the ordered single pass
-#endif
-
 // The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.
 template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
@@ -205,7 +199,7 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
   // One or two tiles: one block, no partials, no scratch (ordered_small_reduce_kernel). A
   // forced two pass or grid size keeps the general kernels for two tiles, which the
   // determinism tests compare against it.
-  if (TALLY_TUNE_ORDERED_SMALL && (plan.tiles == 1 || (plan.tiles == 2 && chosen != tally::strategy::two_pass &&
+  if (tuning::ordered_small_kernels && (plan.tiles == 1 || (plan.tiles == 2 && chosen != tally::strategy::two_pass &&
                                                        policy.forced_grid_size() == 0))) {
     check_stream_of_device(policy.stream(), device);
     const std::uint64_t pieces = (n + ordered_piece_items<VW> - 1) / ordered_piece_items<VW>;
@@ -313,7 +307,7 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
       using e1 = std::remove_cv_t<std::remove_pointer_t<decltype(a)>>;
       using e2 = std::remove_cv_t<std::remove_pointer_t<decltype(b)>>;
       if (aligned(a) && aligned(b)) {
-        constexpr bool raw = TALLY_TUNE_RAW_TRANSFORMS && is_commutative_v<Op>;
+        constexpr bool raw = tuning::transforms_at_fold && is_commutative_v<Op>;
         using loader = pair_vector_loader<decltype(first.functor().transform), e1, e2, V, vw, raw>;
         launch_reduce<Acc, vw>(loader{a, b, first.functor().transform}, n, init, op, out, handoff, policy, device,
                                algorithm);

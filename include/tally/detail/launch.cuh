@@ -11,30 +11,27 @@
 //
 // What it buys: back-to-back reductions on one stream (and a reduction after a kernel that
 // allows it) start up to a launch latency earlier. A single call after a kernel launched the
-// ordinary way, or after a host synchronize, gains nothing and loses nothing. The knob
-// TALLY_TUNE_PDL=0 launches every kernel the ordinary way (scripts/tune compares the two;
-// docs/decisions/0017-programmatic-dependent-launch.md has the figures).
+// ordinary way, or after a host synchronize, gains nothing and loses nothing.
+// tuning::programmatic_launch = false launches every kernel the ordinary way (tools/tune
+// compares the two; docs/decisions/0017-programmatic-dependent-launch.md has the figures).
 
 #include "tally/detail/runtime.cuh"
+#include "tally/detail/tuning.cuh"
 
 #include <cuda_runtime.h>
 #include <nv/target>
 
 #include <atomic>
 
-#ifndef TALLY_TUNE_PDL
-#define TALLY_TUNE_PDL 1
-#endif
-
 namespace tally::detail {
 
 // First statement of every tally kernel. Lets the stream's next kernel be scheduled, then
 // waits for the kernel before this one (no-op without PDL or when nothing came before).
 __device__ __forceinline__ void wait_for_prior_grid() {
-#if TALLY_TUNE_PDL
-  NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-                                   asm volatile("griddepcontrol.wait;" ::: "memory");))
-#endif
+  if constexpr (tuning::programmatic_launch) {
+    NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+                                     asm volatile("griddepcontrol.wait;" ::: "memory");))
+  }
 }
 
 // An answer about Kernel on `device` that does not change while the process runs (its
@@ -70,12 +67,12 @@ struct code_architecture {
 // on a newer GPU from PTX without the wait, and must then be launched the ordinary way.
 template <auto Kernel>
 bool launches_programmatically(int device) {
-#if TALLY_TUNE_PDL
-  return properties(device).programmatic_launch && asked_once<code_architecture, Kernel>(device) >= 90;
-#else
-  (void)device;
-  return false;
-#endif
+  if constexpr (tuning::programmatic_launch) {
+    return properties(device).programmatic_launch && asked_once<code_architecture, Kernel>(device) >= 90;
+  } else {
+    (void)device;
+    return false;
+  }
 }
 
 // Launches Kernel<<<grid, threads, 0, stream>>>(args...) on `device` (the current one),

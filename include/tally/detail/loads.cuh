@@ -4,6 +4,8 @@
 // loader's: 16-byte vector loads for aligned contiguous data, element reads otherwise.
 // Both give the same values in the same order, so the result does not depend on alignment.
 
+#include "tally/detail/tuning.cuh"
+
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -14,27 +16,20 @@
 // again from the L2. Smaller inputs keep the read-only path, which leaves them in L2 for the
 // next call: the hint would evict inputs that the next call reads again, and that is slower
 // (docs/decisions/0014-evict-first-loads.md).
-// TALLY_TUNE_STREAM_READS: 0 never, 1 always, 2 above the fraction (scripts/tune).
-#ifndef TALLY_TUNE_STREAM_READS
-#define TALLY_TUNE_STREAM_READS 2
-#endif
-#ifndef TALLY_TUNE_STREAM_L2_FRACTION
-#define TALLY_TUNE_STREAM_L2_FRACTION 8
-#endif
 
 namespace tally::detail {
 
-inline constexpr std::uint64_t stream_reads_l2_fraction = TALLY_TUNE_STREAM_L2_FRACTION;
+inline constexpr std::uint64_t stream_reads_l2_fraction = tuning::stream_reads_l2_fraction;
 
 // Whether an input of `bytes` is read with the evict-first hint on a GPU with `l2_bytes` of L2.
 inline bool streams_reads(std::uint64_t bytes, std::uint64_t l2_bytes) {
-#if TALLY_TUNE_STREAM_READS == 0
-  return false;
-#elif TALLY_TUNE_STREAM_READS == 1
-  return true;
-#else
-  return bytes > l2_bytes / stream_reads_l2_fraction;
-#endif
+  if constexpr (tuning::stream_reads == tuning::stream_reads_when::never) {
+    return false;
+  } else if constexpr (tuning::stream_reads == tuning::stream_reads_when::always) {
+    return true;
+  } else {
+    return bytes > l2_bytes / stream_reads_l2_fraction;
+  }
 }
 
 #if defined(__CUDACC__)

@@ -12,6 +12,7 @@
 #include "tally/detail/partials.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/reduce_kernel.cuh"
+#include "tally/detail/tuning.cuh"
 #include "tally/warp/reduce.cuh"
 
 #include <cstdint>
@@ -328,10 +329,6 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
   }
 }
 
-#ifndef TALLY_TUNE_ORDERED_FOLD_WARP_ONLY
-#define TALLY_TUNE_ORDERED_FOLD_WARP_ONLY 1  // 0: a fold of at most 32 partials runs the whole ordered block tree
-#endif
-
 // The ordered fold of the tile partials by one block: thread t waits for and folds its
 // contiguous range of partials, then the ordered block tree. Every thread runs the same
 // per_thread rounds, whether or not its range has a partial in them, so that each warp
@@ -359,7 +356,7 @@ __device__ __forceinline__ Acc ordered_fold_published_partials(partial_cell<Acc>
   }
   // At most warp_threads partials: only warp 0 holds any (one each), and the block tree's
   // answer is warp 0's ordered tree, the other warps' being empty (as fold_partials_of).
-  const bool warp_only = TALLY_TUNE_ORDERED_FOLD_WARP_ONLY && tiles <= warp_threads;
+  const bool warp_only = tuning::ordered_fold_few_partials_by_warp && tiles <= warp_threads;
   // Every thread of block 0 takes part in what follows a wait that ran out. (Warp 0 telling
   // the other warps through shared memory and a named barrier it only arrived at measured
   // slower than this barrier, and compute-sanitizer's racecheck took it for a race:

@@ -28,24 +28,15 @@
 
 namespace tally::detail {
 
-// The TALLY_TUNE_* macros exist for scripts/tune, which builds variants of the plan to
-// compare them in one run; a program must never mix translation units built with
-// different values. Without them the defaults below are the plan: 8 loads per step keep
-// enough bytes in flight per thread at two resident blocks per SM, and at most 2048 tiles
-// keep the partials block 0 polls few; no variant measured was faster beyond the spread
-// (docs/decisions/0004-plan-shape.md).
-#ifndef TALLY_TUNE_LOADS_PER_STEP
-#define TALLY_TUNE_LOADS_PER_STEP 8
-#endif
-#ifndef TALLY_TUNE_PLAN_TILES
-#define TALLY_TUNE_PLAN_TILES 2048
-#endif
-
+// The plan's constants decide the bits of every result, so they are fixed: no macro or
+// setting changes them. 8 loads per step keep enough bytes in flight per thread at two
+// resident blocks per SM, and at most 2048 tiles keep the partials block 0 polls few; no
+// variant measured was faster beyond the spread (docs/decisions/0004-plan-shape.md).
 inline constexpr int block_threads = 256;
 inline constexpr int warp_threads = 32;
-inline constexpr int loads_per_step = TALLY_TUNE_LOADS_PER_STEP;  // independent 16-byte loads in flight per thread
+inline constexpr int loads_per_step = 8;  // independent 16-byte loads in flight per thread
 // Most tiles a plan makes; a call's scratch holds that many partials (runtime.cuh).
-inline constexpr std::uint64_t plan_max_tiles = TALLY_TUNE_PLAN_TILES;
+inline constexpr std::uint64_t plan_max_tiles = 2048;
 
 // Elements per 16-byte vector; 1 for sizes that do not divide 16.
 template <class V>
@@ -73,10 +64,7 @@ struct is_order_free : std::false_type {};
 template <class Op>
 struct is_order_free<Op, std::enable_if_t<Op::order_free>> : std::true_type {};
 
-#ifndef TALLY_TUNE_ORDER_FREE_TILES
-#define TALLY_TUNE_ORDER_FREE_TILES 256
-#endif
-inline constexpr std::uint64_t order_free_max_tiles = TALLY_TUNE_ORDER_FREE_TILES;
+inline constexpr std::uint64_t order_free_max_tiles = 256;
 static_assert(order_free_max_tiles <= plan_max_tiles, "order-free plans take fewer tiles, never more");
 
 // The most tiles the plan of a reduction by Op makes; host and device both ask this.

@@ -16,6 +16,7 @@
 #include "tally/detail/loads.cuh"
 #include "tally/detail/partials.cuh"
 #include "tally/detail/plan.cuh"
+#include "tally/detail/tuning.cuh"
 
 #include <cuda/atomic>
 
@@ -24,31 +25,6 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
-
-#ifndef TALLY_TUNE_FOLD_BATCH
-#define TALLY_TUNE_FOLD_BATCH 16  // partials block 0 polls at once per thread (small types)
-#endif
-#ifndef TALLY_TUNE_FOLD_BLOCK_GATE
-#define TALLY_TUNE_FOLD_BLOCK_GATE 2  // block 0 reduces no tile while tiles <= this x tile blocks
-#endif
-#ifndef TALLY_TUNE_FOLDER_FEWEST_TILES
-#define TALLY_TUNE_FOLDER_FEWEST_TILES 1  // otherwise block 0 takes the smallest share of them
-#endif
-#ifndef TALLY_TUNE_PARTIAL_LOADS
-#define TALLY_TUNE_PARTIAL_LOADS 1  // a partial step reads every chunk (fold_partial_step)
-#endif
-#ifndef TALLY_TUNE_FOLD_WARP_ONLY
-#define TALLY_TUNE_FOLD_WARP_ONLY 1  // 0: a fold of at most 32 partials runs the whole block tree (fold_partials_of)
-#endif
-#ifndef TALLY_TUNE_TILE_PAIR
-#define TALLY_TUNE_TILE_PAIR 1  // 0: plans of two tiles take the single pass, not tile_pair_reduce_kernel
-#endif
-#ifndef TALLY_TUNE_MIN_BLOCKS
-#define TALLY_TUNE_MIN_BLOCKS 1  // resident blocks per SM the register budget must allow
-#endif
-#ifndef TALLY_TUNE_PREFETCH_MIN_BLOCKS
-#define TALLY_TUNE_PREFETCH_MIN_BLOCKS 2  // the same, for kernels that prefetch their next tile
-#endif
 
 namespace tally::detail {
 
@@ -102,14 +78,11 @@ struct chunk_element<Loader, true> {
 // and per tree level. The answer is the same: the extrema's candidates are chosen by value,
 // then by position, and positions within a tile order as indices do. Dispatch takes this
 // path only where a tile's positions fit in 32 bits (local_positions_fit).
-#ifndef TALLY_TUNE_LOCAL_POSITIONS
-#define TALLY_TUNE_LOCAL_POSITIONS 1
-#endif
 template <class Loader, class Op, class = void>
 struct folds_local_positions : std::false_type {};
 template <class Loader, class Op>
 struct folds_local_positions<Loader, Op, std::enable_if_t<!std::is_void_v<typename Loader::local_type>>>
-    : std::bool_constant<TALLY_TUNE_LOCAL_POSITIONS && has_in_order_combine<Op, typename Loader::local_type>::value> {};
+    : std::bool_constant<tuning::local_positions && has_in_order_combine<Op, typename Loader::local_type>::value> {};
 
 // How a tile partial travels through the scratch. As it is, in general. A loader of local
 // candidates (extrema) sends it in that form, positions counted from the tile's first
@@ -217,18 +190,14 @@ struct step_chunks {
 // reduce_my_tiles): only where a step's chunks take at most 32 registers, which the
 // block reduction can keep alive at two resident blocks per SM. Wider chunks (a candidate
 // read through a fancy iterator, inner_product's raw pairs) would cost occupancy instead.
-// TALLY_TUNE_PREFETCH_BYTES raises the limit for scripts/tune.
-#ifndef TALLY_TUNE_PREFETCH_BYTES
-#define TALLY_TUNE_PREFETCH_BYTES 128
-#endif
 template <int VW, class Loader>
 inline constexpr bool prefetches_next_tile =
-    sizeof(typename chunk_element<Loader>::type) * VW * loads_per_step <= TALLY_TUNE_PREFETCH_BYTES;
+    sizeof(typename chunk_element<Loader>::type) * VW * loads_per_step <= tuning::prefetch_max_step_bytes;
 
 // The resident blocks per SM the kernels' register budget must allow.
 template <int VW, class Loader>
 inline constexpr int min_resident_blocks =
-    prefetches_next_tile<VW, Loader> ? TALLY_TUNE_PREFETCH_MIN_BLOCKS : TALLY_TUNE_MIN_BLOCKS;
+    prefetches_next_tile<VW, Loader> ? tuning::prefetch_min_resident_blocks : tuning::min_resident_blocks;
 
 // A loader may say that its single pass also pays compiled for two resident blocks per SM
 // where the tiles outnumber the blocks that one per SM holds (static constexpr bool
@@ -236,15 +205,11 @@ inline constexpr int min_resident_blocks =
 // per SM; held to 128 they read faster where the tiles outnumber the blocks, and slower
 // where one block per SM holds every tile (docs/decisions/0015-transforms-at-the-fold.md).
 // Dispatch picks by the tile count (launch_commutative_reduce).
-// TALLY_TUNE_TWO_BLOCK_VARIANT=0 keeps one kernel.
-#ifndef TALLY_TUNE_TWO_BLOCK_VARIANT
-#define TALLY_TUNE_TWO_BLOCK_VARIANT 1
-#endif
 template <class Loader, class = void>
 struct has_two_block_variant : std::false_type {};
 template <class Loader>
 struct has_two_block_variant<Loader, std::enable_if_t<Loader::two_blocks_at_many_tiles>>
-    : std::bool_constant<TALLY_TUNE_TWO_BLOCK_VARIANT != 0> {};
+    : std::bool_constant<tuning::two_block_variant> {};
 
 // Folds a full tile's steps in order: fold_step(chunks, s, Start) folds step s, held in
 // `chunks`; Start (std::true_type for step 0) says it starts the accumulator. Step 0 is
@@ -347,13 +312,13 @@ __device__ __forceinline__ void fold_partial_step(const Loader& load, std::uint6
   // the compiler gave the loads of a double sum one register, and each load waited for the
   // one before (docs/decisions/0006-one-tile-kernels.md). A chunk that is not whole reads
   // the step's first chunk instead, and is not folded; that chunk is whole whenever any
-  // chunk of the step is. (TALLY_TUNE_PARTIAL_LOADS=0 reads the whole chunks only, the way
-  // before.)
+  // chunk of the step is. (tuning::partial_step_reads_every_chunk = false reads the whole
+  // chunks only, the way before.)
   if (remaining >= unsigned(VW)) {
 #pragma unroll
     for (int u = 0; u < loads_per_step; ++u) {
       const bool whole = offset(u) + VW <= remaining;
-      if (!TALLY_TUNE_PARTIAL_LOADS && !whole) continue;
+      if (!tuning::partial_step_reads_every_chunk && !whole) continue;
       const unsigned at = whole ? offset(u) : 0u;
       if constexpr (raw) {
         load.raw_chunk(step_begin + at, chunks[u]);
@@ -490,7 +455,7 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
 template <class Acc, class Op>
 __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
   if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
-  if (TALLY_TUNE_FOLD_WARP_ONLY && tiles <= warp_threads) {
+  if (tuning::fold_few_partials_by_warp && tiles <= warp_threads) {
     if (threadIdx.x < warp_threads) acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
     return acc;
   }
@@ -518,7 +483,7 @@ __device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
   using partial_t = typename Codec::partial_type;
   // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
   // polled 16 at a time measured slower than 4 at a time (docs/decisions/0009-fold-polling.md).
-  constexpr int batch = sizeof(Acc) <= 8 ? TALLY_TUNE_FOLD_BATCH : (sizeof(Acc) <= 32 ? 4 : 1);
+  constexpr int batch = sizeof(Acc) <= 8 ? tuning::fold_batch : (sizeof(Acc) <= 32 ? 4 : 1);
   constexpr std::uint64_t round_items = std::uint64_t(batch) * block_threads;
   Acc acc{};
   bool valid = false;
@@ -658,7 +623,7 @@ __device__ __noinline__ Acc refold_after_wait_ran_out(Loader load, reduction_pla
 // block finishes whatever the order in which the GPU schedules them (partials.cuh,
 // fold_sync). docs/decisions/0008-block-0-roles.md has the measurements behind the roles.
 enum class fold_block_role : unsigned { reduces_first = 0, folds_only = 1 };
-inline constexpr unsigned fold_block_gate = TALLY_TUNE_FOLD_BLOCK_GATE;
+inline constexpr unsigned fold_block_gate = tuning::fold_block_gate;
 
 template <class Acc, int VW, class Loader, class Op, class Out, class Codec,
           int MinBlocks = min_resident_blocks<VW, Loader>>
@@ -670,9 +635,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
   const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
   if (blockIdx.x >= fold_blocks) {
     std::uint64_t first = blockIdx.x - fold_blocks;
-#if TALLY_TUNE_FOLDER_FEWEST_TILES
-    if (fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
-#endif
+    if (tuning::fold_block_takes_last_share && fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
     reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks);
   }
   if (blockIdx.x != 0) return;

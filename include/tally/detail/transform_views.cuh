@@ -7,6 +7,7 @@
 
 #include "tally/detail/iterators.cuh"
 #include "tally/detail/plan.cuh"
+#include "tally/detail/tuning.cuh"
 #include "tally/detail/zip_views.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
@@ -99,12 +100,6 @@ template <class It>
 inline constexpr int plan_vector_width_v = plan_vector_width<It>();
 
 #if defined(__CUDACC__)
-// TALLY_TUNE_RAW_TRANSFORMS=0 transforms each chunk as it is read, as the loaders did before
-// docs/decisions/0015-transforms-at-the-fold.md (scripts/tune); 1 defers it to the fold (below).
-#ifndef TALLY_TUNE_RAW_TRANSFORMS
-#define TALLY_TUNE_RAW_TRANSFORMS 1
-#endif
-
 // Reads 16 bytes of the base per chunk and transforms them: f(base[i]) as V. Full tiles
 // keep the elements as read and transform each as it is folded (raw_type, raw_chunk,
 // value). Transforming as the chunk is read would put an instruction that needs the loaded
@@ -117,7 +112,7 @@ template <class F, class E, class V, int VW>
 struct transform_vector_loader {
   static_assert(sizeof(E) * VW == 16, "transform_vector_loader reads 16-byte chunks");
   using value_type = V;
-  using raw_type = std::conditional_t<(TALLY_TUNE_RAW_TRANSFORMS || sizeof(V) > sizeof(E)), E, void>;
+  using raw_type = std::conditional_t<(tuning::transforms_at_fold || sizeof(V) > sizeof(E)), E, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E);
   const E* data;
   F f;

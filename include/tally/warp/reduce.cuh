@@ -3,16 +3,12 @@
 // together (the warp converged); the result is in lane 0.
 
 #include "tally/detail/op_kind.cuh"
+#include "tally/detail/tuning.cuh"
 
 #include <cuda/std/limits>
 
 #include <cstring>
 #include <type_traits>
-
-// TALLY_TUNE_WARP_REDUX=0 folds 32-bit integers by shuffles too (scripts/tune).
-#ifndef TALLY_TUNE_WARP_REDUX
-#define TALLY_TUNE_WARP_REDUX 1
-#endif
 
 namespace tally::warp {
 
@@ -51,7 +47,7 @@ inline constexpr bool compiles_redux = false;
 // and on older GPUs. A single pass has four such trees on its critical path, so every int
 // sum gains (docs/decisions/0016-integer-trees-by-redux.md).
 template <class T, class Op>
-inline constexpr bool folds_by_redux_v = TALLY_TUNE_WARP_REDUX && compiles_redux &&
+inline constexpr bool folds_by_redux_v = tally::detail::tuning::warp_integer_redux && compiles_redux &&
                                          (std::is_same_v<T, int> || std::is_same_v<T, unsigned int>) &&
                                          tally::detail::is_exact_integer_op_v<T, Op>;
 

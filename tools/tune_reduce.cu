@@ -1,12 +1,13 @@
-// A tuning probe, not part of the benchmark suite: scripts/tune builds it once per variant
-// of the plan's knobs (TALLY_TUNE_* macros) and runs the variants one after another in one
-// session, so their figures can be compared. For each N it prints the median device time
-// per call (events around back-to-back calls on a held stream, inputs rotated) of tally::reduce_into, CUB's
-// Sum and the streaming-read ceiling; the same two calls each behind an ordinary empty kernel
-// (without the overlap of back-to-back tally calls); then the host time one enqueue costs at small N.
+// A tuning probe, not part of the benchmark suite: tools/tune builds it once per variant of
+// the knobs in include/tally/detail/tuning.cuh (or of the plan's constants) and runs the
+// variants one after another in one session, so their figures can be compared. For each N
+// it prints the median device time per call (events around back-to-back calls on a held
+// stream, inputs rotated) of tally::reduce_into, CUB's Sum and the streaming-read ceiling;
+// the same two calls each behind an ordinary empty kernel (without the overlap of
+// back-to-back tally calls); then the host time one enqueue costs at small N.
 //
 // Usage: tune_reduce VARIANT_NAME [LARGEST_LOG2_N [SMALLEST_LOG2_N]]
-// The value type summed is float, or TALLY_TUNE_VALUE (double or int) where defined.
+// The value type summed is float, or TUNE_VALUE_TYPE (double or int) where defined.
 
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
@@ -29,13 +30,13 @@
 #include <memory>
 #include <vector>
 
-#ifndef TALLY_TUNE_VALUE
-#define TALLY_TUNE_VALUE float
+#ifndef TUNE_VALUE_TYPE
+#define TUNE_VALUE_TYPE float
 #endif
 
 namespace {
 
-using value_t = TALLY_TUNE_VALUE;
+using value_t = TUNE_VALUE_TYPE;
 
 __global__ void empty_kernel() {}
 

@@ -17,8 +17,8 @@
 // Each line printed is one variant's median device time per call over back-to-back calls on
 // a held stream; every variant's answer is first checked against a double sum on the host.
 //
-// Built with the benchmarks (target probe_cross_block); the cluster variants need a GPU of
-// compute capability 9.0 or later and code built for it.
+// Built with the tools (TALLY_BUILD_TOOLS, target probe_cross_block); the cluster variants
+// need a GPU of compute capability 9.0 or later and code built for it.
 
 #include "support/timing.cuh"
 #include "tally/tally.cuh"

@@ -22,7 +22,7 @@
 // back-to-back calls (events, held stream). Every answer is checked against a double sum of
 // the input on the host.
 //
-// Built with the benchmarks (target probe_roundtrip).
+// Built with the tools (TALLY_BUILD_TOOLS, target probe_roundtrip).
 
 #include "support/timing.cuh"
 #include "tally/tally.cuh"

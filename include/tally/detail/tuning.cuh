@@ -1,0 +1,96 @@
+#pragma once
+// The performance knobs of the device kernels and their dispatch, in one place. Each picks
+// between ways of computing the same result: none of them changes a result's bits or its
+// correctness (the plan, which decides the bits, has fixed constants of its own: plan.cuh).
+// They are constants, not macros, so that no translation unit can be built with other
+// values than the rest of a program. tools/tune measures other values by compiling its
+// program against a copy of this header with the values changed (docs/benchmarks.md).
+//
+// The decision records under docs/decisions/ have the measurements behind each value.
+
+namespace tally::detail::tuning {
+
+// ---- block 0 of the single pass (reduce_kernel.cuh, fold_block_role) ----------------------
+
+// Partials of up to 8 bytes that each thread of block 0 reads at once before polling them
+// one by one: the L2 latencies of a batch overlap (docs/decisions/0009-fold-polling.md).
+inline constexpr int fold_batch = 16;
+
+// Block 0 reduces no tile of its own while the tiles are at most this many per tile block:
+// it polls from the start instead (docs/decisions/0008-block-0-roles.md).
+inline constexpr unsigned fold_block_gate = 2;
+
+// Where block 0 does reduce tiles, it takes the share that ends soonest (the last block's,
+// the smallest where the tiles do not divide evenly), so that it starts folding early.
+inline constexpr bool fold_block_takes_last_share = true;
+
+// A fold of at most 32 partials runs warp 0's tree alone, without the block stage's two
+// barriers (the same bits: the other warps hold nothing). For the commutative and the
+// ordered plan.
+inline constexpr bool fold_few_partials_by_warp = true;
+inline constexpr bool ordered_fold_few_partials_by_warp = true;
+
+// ---- tile blocks (reduce_kernel.cuh) ----------------------------------------------------
+
+// A partial step reads every chunk, the step's first in place of each one that is not
+// whole, so that all its loads are in flight at once (docs/decisions/0006-one-tile-kernels.md);
+// false reads only the whole chunks.
+inline constexpr bool partial_step_reads_every_chunk = true;
+
+// A block fetches its next tile's first step before the block reduction of the current one
+// where a step's chunks take at most this many bytes per thread
+// (docs/decisions/0005-next-tile-prefetch.md).
+inline constexpr unsigned prefetch_max_step_bytes = 128;
+
+// Resident blocks per SM that a kernel's register budget must allow (__launch_bounds__):
+// kernels that prefetch their next tile, and the others.
+inline constexpr int prefetch_min_resident_blocks = 2;
+inline constexpr int min_resident_blocks = 1;
+
+// A loader that says two_blocks_at_many_tiles gets a second single-pass kernel compiled
+// for two resident blocks per SM, taken where the tiles outnumber one block per SM
+// (docs/decisions/0015-transforms-at-the-fold.md).
+inline constexpr bool two_block_variant = true;
+
+// The extrema's threads and block trees carry 32-bit positions within a tile where the
+// operator offers combine_in_order (reduce_kernel.cuh, folds_local_positions).
+inline constexpr bool local_positions = true;
+
+// Transform loaders keep the elements as read and transform each as it is folded
+// (docs/decisions/0015-transforms-at-the-fold.md); false transforms each chunk as it is read.
+inline constexpr bool transforms_at_fold = true;
+
+// ---- kernels for small plans (device_dispatch.cuh) ---------------------------------------
+
+// The one-tile kernel of the fewest loads per thread tried first: 1, 2, 4, ... below
+// loads_per_step (docs/decisions/0006-one-tile-kernels.md). loads_per_step makes every
+// one-tile call take the whole step's kernel.
+inline constexpr int single_tile_fewest_loads = 1;
+
+// Plans of two tiles run in one block of two runs (tile_pair_reduce_kernel,
+// docs/decisions/0007-tile-pair-kernel.md).
+inline constexpr bool tile_pair_kernel = true;
+
+// Ordered plans of one or two tiles run in the small ordered kernels, not the ordered
+// single pass.
+inline constexpr bool ordered_small_kernels = true;
+
+// ---- loads (loads.cuh) --------------------------------------------------------------------
+
+// When an input is read with the evict-first hint: never, always, or where its bytes
+// exceed the L2's size over stream_reads_l2_fraction (docs/decisions/0014-evict-first-loads.md).
+enum class stream_reads_when { never, always, above_l2_fraction };
+inline constexpr stream_reads_when stream_reads = stream_reads_when::above_l2_fraction;
+inline constexpr unsigned long long stream_reads_l2_fraction = 8;
+
+// ---- launches and warps -------------------------------------------------------------------
+
+// Kernels launch with programmatic dependent launch where the device and the loaded code
+// allow it (launch.cuh, docs/decisions/0017-programmatic-dependent-launch.md).
+inline constexpr bool programmatic_launch = true;
+
+// 32-bit integers under an exact operator fold a warp in one redux.sync on compute
+// capability 8.0 and later (tally/warp/reduce.cuh, docs/decisions/0016-integer-trees-by-redux.md).
+inline constexpr bool warp_integer_redux = true;
+
+}  // namespace tally::detail::tuning
