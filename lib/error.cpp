@@ -1,6 +1,6 @@
 #include "tally/error.cuh"
 
-#include "tally/detail/runtime.cuh"
+#include "tally/detail/dispatch/runtime.cuh"
 
 #include <string>
 

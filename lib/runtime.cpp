@@ -1,4 +1,4 @@
-#include "tally/detail/runtime.cuh"
+#include "tally/detail/dispatch/runtime.cuh"
 
 #include "tally/error.cuh"
 

@@ -153,7 +153,7 @@ TEST(extrema_combine, ties_go_to_the_first_or_last_index_as_the_rule_says) {
 }
 
 // A thread's fold and the block tree over a full tile carry 32-bit positions from the
-// tile's first element (reduce_kernel.cuh, folds_local_positions): the combine must choose
+// tile's first element (tile/commutative_tile.cuh, folds_local_positions): the combine must choose
 // among such candidates exactly as among the same candidates with their 64-bit indices.
 template <class Keep>
 void expect_positions_choose_as_indices_do(Keep keep, std::mt19937_64& rng) {
@@ -200,7 +200,7 @@ TEST(extrema_combine, a_candidate_made_at_a_position_becomes_the_one_made_at_its
 }
 
 // A tile's partial goes through the scratch with positions from the tile's first element
-// (reduce_kernel.cuh, position_codec): localize must undo globalize exactly, up to 2^32 - 1
+// (tile/commutative_tile.cuh, position_codec): localize must undo globalize exactly, up to 2^32 - 1
 // past the tile's first index, with the min and the max at different positions.
 TEST(extrema_combine, a_partial_localized_to_its_tile_comes_back_unchanged) {
   const int values[] = {7, -2};

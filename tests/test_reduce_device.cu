@@ -120,7 +120,7 @@ TEST_F(device_determinism, same_bits_over_repeated_runs_and_any_grid_size) {
 }
 
 // Block 0 of a single pass reduces no tile while the tiles number at most fold_block_gate
-// per tile block, and otherwise reduces tiles first (fold_block_role in reduce_kernel.cuh).
+// per tile block, and otherwise reduces tiles first (fold_block_role in kernels/reduce_kernels.cuh).
 // Forced grids put tile counts on both sides of that gate: the bits are the host's either
 // way, and integer sums are exact.
 TEST_F(device_determinism, same_bits_on_both_sides_of_the_fold_block_gate) {

@@ -76,7 +76,7 @@ struct keep_extremum {
   }
 
   // The same answer when b follows a and both are real candidates: what a thread's own
-  // fold over its elements sees, one comparison per element (detail/reduce_kernel.cuh).
+  // fold over its elements sees, one comparison per element (detail/tile/commutative_tile.cuh).
   // The choice looks at the values alone, so it holds for candidates of any index type.
 #pragma nv_exec_check_disable
   template <class Index>
@@ -123,7 +123,7 @@ struct keep_min_and_max {
 // itself (detail/transform_views.cuh, reads_base_at_index).
 // make_local and globalize: the same candidates with a 32-bit position from a first index
 // (detail/transform_views.cuh, indexed_vector_loader); localize undoes globalize, for a
-// tile's partial on its way through the scratch (detail/reduce_kernel.cuh, partial_codec).
+// tile's partial on its way through the scratch (detail/tile/commutative_tile.cuh, partial_codec).
 template <class It, class V>
 struct read_candidate {
   using reads_base_at_index = void;

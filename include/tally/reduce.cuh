@@ -16,11 +16,11 @@
 // tally::commutative(op)) takes the fastest plan; any other op keeps left-to-right order
 // (docs/operators.md).
 
-#include "tally/detail/device_dispatch.cuh"
-#include "tally/detail/host_backend.cuh"
-#include "tally/detail/iterators.cuh"
-#include "tally/detail/runtime.cuh"
-#include "tally/detail/transform_views.cuh"
+#include "tally/detail/dispatch/device_dispatch.cuh"
+#include "tally/detail/dispatch/host_backend.cuh"
+#include "tally/detail/dispatch/runtime.cuh"
+#include "tally/detail/loads/iterators.cuh"
+#include "tally/detail/loads/transform_views.cuh"
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
 #include "tally/functional.cuh"

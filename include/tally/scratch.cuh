@@ -11,7 +11,7 @@
 // thread exits, the least recently used beyond 64 streams per context, everything of a
 // context when it is reset. release_scratch() hands back all of it now.
 
-#include "tally/detail/runtime.cuh"
+#include "tally/detail/dispatch/runtime.cuh"
 
 #include <cstddef>
 

@@ -17,7 +17,7 @@
 // The transforming functors must be callable on the side that runs them; for device
 // iterators, make them __host__ __device__ (as thrust::transform_iterator needs).
 
-#include "tally/detail/transform_views.cuh"
+#include "tally/detail/loads/transform_views.cuh"
 #include "tally/reduce.cuh"
 
 #include <thrust/iterator/transform_iterator.h>

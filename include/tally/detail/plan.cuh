@@ -35,7 +35,7 @@ namespace tally::detail {
 inline constexpr int block_threads = 256;
 inline constexpr int warp_threads = 32;
 inline constexpr int loads_per_step = 8;  // independent 16-byte loads in flight per thread
-// Most tiles a plan makes; a call's scratch holds that many partials (runtime.cuh).
+// Most tiles a plan makes; a call's scratch holds that many partials (dispatch/runtime.cuh).
 inline constexpr std::uint64_t plan_max_tiles = 2048;
 
 // Elements per 16-byte vector; 1 for sizes that do not divide 16.
@@ -92,7 +92,7 @@ TALLY_HOST_DEVICE constexpr reduction_plan make_plan(std::uint64_t n, int vector
 
 // Whether every position within a tile of the plan fits in 32 bits: then a fold over a
 // tile may carry positions counted from the tile's first element in place of 64-bit
-// indices (reduce_kernel.cuh, folds_local_positions).
+// indices (tile/commutative_tile.cuh, folds_local_positions).
 TALLY_HOST_DEVICE constexpr bool local_positions_fit(const reduction_plan& plan) {
   return plan.tile_items <= (std::uint64_t(1) << 32);
 }

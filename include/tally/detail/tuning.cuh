@@ -10,7 +10,7 @@
 
 namespace tally::detail::tuning {
 
-// ---- block 0 of the single pass (reduce_kernel.cuh, fold_block_role) ----------------------
+// ---- block 0 of the single pass (kernels/reduce_kernels.cuh, fold_block_role) -------------
 
 // Partials of up to 8 bytes that each thread of block 0 reads at once before polling them
 // one by one: the L2 latencies of a batch overlap (docs/decisions/0009-fold-polling.md).
@@ -30,7 +30,7 @@ inline constexpr bool fold_block_takes_last_share = true;
 inline constexpr bool fold_few_partials_by_warp = true;
 inline constexpr bool ordered_fold_few_partials_by_warp = true;
 
-// ---- tile blocks (reduce_kernel.cuh) ----------------------------------------------------
+// ---- tile blocks (tile/commutative_tile.cuh) --------------------------------------------
 
 // A partial step reads every chunk, the step's first in place of each one that is not
 // whole, so that all its loads are in flight at once (docs/decisions/0006-one-tile-kernels.md);
@@ -53,14 +53,14 @@ inline constexpr int min_resident_blocks = 1;
 inline constexpr bool two_block_variant = true;
 
 // The extrema's threads and block trees carry 32-bit positions within a tile where the
-// operator offers combine_in_order (reduce_kernel.cuh, folds_local_positions).
+// operator offers combine_in_order (tile/commutative_tile.cuh, folds_local_positions).
 inline constexpr bool local_positions = true;
 
 // Transform loaders keep the elements as read and transform each as it is folded
 // (docs/decisions/0015-transforms-at-the-fold.md); false transforms each chunk as it is read.
 inline constexpr bool transforms_at_fold = true;
 
-// ---- kernels for small plans (device_dispatch.cuh) ---------------------------------------
+// ---- kernels for small plans (dispatch/device_dispatch.cuh) ---------------------------------------
 
 // The one-tile kernel of the fewest loads per thread tried first: 1, 2, 4, ... below
 // loads_per_step (docs/decisions/0006-one-tile-kernels.md). loads_per_step makes every
@@ -75,7 +75,7 @@ inline constexpr bool tile_pair_kernel = true;
 // single pass.
 inline constexpr bool ordered_small_kernels = true;
 
-// ---- loads (loads.cuh) --------------------------------------------------------------------
+// ---- loads (loads/loads.cuh) --------------------------------------------------------------------
 
 // When an input is read with the evict-first hint: never, always, or where its bytes
 // exceed the L2's size over stream_reads_l2_fraction (docs/decisions/0014-evict-first-loads.md).
@@ -86,7 +86,7 @@ inline constexpr unsigned long long stream_reads_l2_fraction = 8;
 // ---- launches and warps -------------------------------------------------------------------
 
 // Kernels launch with programmatic dependent launch where the device and the loaded code
-// allow it (launch.cuh, docs/decisions/0017-programmatic-dependent-launch.md).
+// allow it (dispatch/launch.cuh, docs/decisions/0017-programmatic-dependent-launch.md).
 inline constexpr bool programmatic_launch = true;
 
 // 32-bit integers under an exact operator fold a warp in one redux.sync on compute

@@ -1,24 +1,17 @@
 #pragma once
-// The reduction kernels. Blocks reduce the plan's tiles into partials and one block folds
-// the partials in the plan's fixed order, then writes op(init, total):
-//   single pass  block 0 folds each partial as soon as it is published (a cell tagged with
-//                the call's epoch, never cleared: partials.cuh), not after a last block's
-//                ticket (docs/decisions/0003-single-pass-fold-in-block-0.md). Where the
-//                tiles are few for the grid, block 0 reduces none of them and polls from the
-//                start; otherwise it first reduces the smallest share of them (fold_block_role)
-//   two pass     a second launch folds them
-// The atomic strategies (atomic_reduce_kernel) combine block or warp results with atomics
-// instead; their order is not fixed, so they are reproducible only for exact integer ops.
+// The per-tile work of the commutative plan (plan.cuh): a thread's fold of its chunks of a
+// tile, step by step, and the block's reduction of those folds into the tile's partial;
+// partial tiles with the plan's checks; and reduce_my_tiles, a block's loop over its tiles
+// that publishes each partial (partials.cuh). The kernels (kernels/reduce_kernels.cuh,
+// kernels/atomic_kernels.cuh) are thin wrappers around it; the host backend replays the
+// same order (dispatch/host_backend.cuh).
 
 #include "tally/block/reduce.cuh"
-#include "tally/detail/fold_chain.cuh"
-#include "tally/detail/launch.cuh"
-#include "tally/detail/loads.cuh"
-#include "tally/detail/partials.cuh"
+#include "tally/detail/loads/loads.cuh"
 #include "tally/detail/plan.cuh"
+#include "tally/detail/tile/fold_chain.cuh"
+#include "tally/detail/tile/partials.cuh"
 #include "tally/detail/tuning.cuh"
-
-#include <cuda/atomic>
 
 #include <cstddef>
 #include <cstdint>
@@ -396,25 +389,6 @@ __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, 
   return tally::block::detail::fold_warps<block_threads, false, Runs>(acc, valid, op);
 }
 
-// Writes the result: to *out, or for reduce() into the host's hand-over words (runtime.cuh),
-// each 4 bytes of the value with the tag beside them in one 8-byte store, so that the host
-// can take each word as soon as it lands, with no fence before a flag.
-template <class Out>
-__device__ __forceinline__ void publish(Out* out, const Out& value, host_handoff* handoff) {
-  if (!handoff) {
-    *out = value;
-    return;
-  }
-  constexpr std::size_t words = (sizeof(Out) + 3) / 4;  // 4 bytes of the value per word
-  static_assert(words <= handoff_words, "tally: the value is too large to hand over");
-  unsigned int pieces[words] = {};
-  std::memcpy(pieces, &value, sizeof(Out));
-#pragma unroll
-  for (std::size_t w = 0; w < words; ++w)
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(handoff->word[w])
-        .store(handoff_tag | pieces[w], cuda::std::memory_order_relaxed);
-}
-
 // Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
 // The first step of a block's next full tile is fetched before the block reduction of the
 // current one, so a block keeps its loads in flight from one tile to the next: with
@@ -442,231 +416,6 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     }
     if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)), epoch);
   }
-}
-
-// The block tree over the folding block's threads' folds of the tile partials (thread t has
-// folded partials t, t + block_threads, ...; valid says whether it had any); thread 0 gets it.
-// With a partial for every thread the tree needs no validity flags: the same tree, with
-// less on its critical path. With at most warp_threads partials only warp 0 holds any, and
-// the block tree's answer is warp 0's tree: the other warps' results are empty, and
-// combining with empty changes nothing. Warp 0's tree alone gives those bits without the
-// block stage's two barriers, which sit at the end of every call of 2 to 32 tiles
-// (docs/decisions/0009-fold-polling.md).
-template <class Acc, class Op>
-__device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
-  if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
-  if (tuning::fold_few_partials_by_warp && tiles <= warp_threads) {
-    if (threadIdx.x < warp_threads) acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
-    return acc;
-  }
-  return tally::block::reduce<block_threads>(acc, valid, op);
-}
-
-// The plan's fold of the tile partials, by one whole block: thread t folds partials t,
-// t + block_threads, ... in order, then the block tree. A batch of cells is read at once,
-// so the L2 latencies overlap; a cell not yet published is then polled alone until it is,
-// and the next one after it. (Polling the rest of its batch as well kept so many loads in
-// flight, from a block 0 that polls from the kernel's start, that the tile block beside it
-// on its SM fell behind.) Every thread runs the same rounds of the same batch, whether or not
-// it has cells in them, so that each warp polls converged (poll_converged). Cells are read,
-// never cleared: the next call's epoch differs. docs/decisions/0009-fold-polling.md has the
-// measurements behind the batch, the lone poll and the converged warps.
-// With `bounded` (block 0's first fold in a single pass) each warp's wait is bounded
-// (partials.cuh, fold_sync); gave_up then says, in every thread, that some wait ran out and
-// the total is not to be used.
-template <class Acc, class Op, class Codec>
-__device__ __forceinline__ Acc fold_published_partials(const Codec& codec,
-                                                       partial_cell<typename Codec::partial_type>* cells,
-                                                       std::uint64_t tiles, std::uint64_t tile_items, Op& op,
-                                                       fold_sync sync, bool bounded, bool& gave_up) {
-  const unsigned int epoch = sync.epoch;
-  using partial_t = typename Codec::partial_type;
-  // The batch follows the accumulator's size, not the partial's: a compact 8-byte extremum
-  // polled 16 at a time measured slower than 4 at a time (docs/decisions/0009-fold-polling.md).
-  constexpr int batch = sizeof(Acc) <= 8 ? tuning::fold_batch : (sizeof(Acc) <= 32 ? 4 : 1);
-  constexpr std::uint64_t round_items = std::uint64_t(batch) * block_threads;
-  Acc acc{};
-  bool valid = false;
-  bool warp_gave_up = false;
-  for (std::uint64_t round_begin = 0; round_begin < tiles; round_begin += round_items) {
-    const std::uint64_t base = round_begin + threadIdx.x;
-    partial_t value[batch];
-    bool ready[batch];
-#pragma unroll
-    for (int j = 0; j < batch; ++j) {
-      const std::uint64_t k = base + std::uint64_t(j) * block_threads;
-      ready[j] = k >= tiles || cells[k].try_read(value[j], epoch);
-    }
-#pragma unroll
-    for (int j = 0; j < batch; ++j) {
-      if (round_begin + std::uint64_t(j) * block_threads >= tiles) break;  // the same for the whole block
-      const std::uint64_t k = base + std::uint64_t(j) * block_threads;
-      poll_converged(cells, k, ready[j], value[j], epoch, sync, bounded, warp_gave_up);
-      if (k < tiles && !warp_gave_up) {
-        const Acc partial = codec.decode(value[j], k * tile_items);
-        acc = valid ? static_cast<Acc>(op(acc, partial)) : partial;
-        valid = true;
-      }
-    }
-  }
-  // Every thread of block 0 takes part in what follows a wait that ran out. (Warp 0 telling
-  // the other warps through shared memory and a named barrier it only arrived at measured
-  // slower than this barrier, and compute-sanitizer's racecheck took it for a race:
-  // docs/decisions/0002-bounded-fold-wait.md.)
-  if (bounded) gave_up = __syncthreads_or(warp_gave_up) != 0;
-  return fold_partials_of<Acc>(acc, valid, tiles, op);
-}
-
-// A plan of one tile (N up to one step): one block reduces it and writes the result, no
-// partials. A kernel of its own, so that the smallest calls run only this code with the
-// registers it needs. Where n is block_threads * VW * Loads for a Loads of 1, 2, 4, ...
-// below loads_per_step (2^10, 2^11 and 2^12 floats; 2^13 is a whole step), the kernel of
-// Loads loads per thread reduces it as a full tile: no predicates, no loads to spare. That
-// is still the plan's order: thread t's chunk u starts at (u * block_threads + t) * VW, so
-// its chunks u >= Loads start at n and the plan folds nothing from them. Without it those
-// sizes paid for a partial step's predicates and idle loads, and fell behind CUB. Any other
-// n takes the kernel of loads_per_step loads, full or partial: partial tiles in the smaller
-// kernels too made much more code to compile, for gains only where tally was faster than
-// CUB (docs/decisions/0006-one-tile-kernels.md).
-template <class Acc, int VW, int Loads, class Loader, class Op, class Out>
-__global__ void __launch_bounds__(block_threads)
-    single_tile_reduce_kernel(Loader load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff) {
-  wait_for_prior_grid();
-  constexpr std::uint64_t tile_items = std::uint64_t(block_threads) * Loads * VW;
-  Acc total;
-  if (Loads < loads_per_step || n == tile_items) {  // the host launches Loads < loads_per_step only then
-    step_chunks<VW, Loader, Loads> step;
-    step.fetch(load, 0);
-    total = reduce_full_tile_folds<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, 0, 1, op, step), 0, op);
-  } else {
-    total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
-  }
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
-}
-
-// A plan of two tiles (2^13 < N <= 2^14 floats, 2^12 < N <= 2^13 doubles) in one block of
-// two runs of block_threads threads: run r reduces tile r exactly as a tile block of the
-// single pass would, and thread 0 then folds the two partials as the tree fold_partials_of
-// takes for at most 32 of them does: op(p0, p1). So the bits are the single pass's, without
-// publishing the partials through the L2 to a block that polls for them: a combine across
-// blocks costs more than one block's reading a second tile. Plans of 3 and 4 tiles gained
-// next to nothing with a run per tile (64 registers a thread) and lost with two tiles per
-// run, so they keep the single pass (docs/decisions/0007-tile-pair-kernel.md).
-inline constexpr unsigned tile_pair_runs = 2;
-
-template <class Acc, int VW, class Loader, class Op, class Out>
-__global__ void __launch_bounds__(block_threads * tile_pair_runs, 1)
-    tile_pair_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Out* out, host_handoff* handoff) {
-  wait_for_prior_grid();
-  constexpr int runs = int(tile_pair_runs);
-  __shared__ alignas(Acc) unsigned char partial_bytes[runs * sizeof(Acc)];
-  Acc* const partials = reinterpret_cast<Acc*>(partial_bytes);
-  const unsigned tile = threadIdx.x / block_threads;
-  Acc partial;
-  if (plan.tile_is_full(tile)) {
-    step_chunks<VW, Loader> step;
-    step.fetch(load, plan.tile_begin(tile));
-    const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
-    partial = reduce_full_tile_folds<Acc, runs>(load, mine, plan.tile_begin(tile), op);
-  } else {
-    partial = reduce_partial_tile_of_block<Acc, VW, runs>(load, plan.tile_begin(tile), plan.n, op);
-  }
-  if (tile_thread() == 0) partials[tile] = partial;
-  __syncthreads();
-  // The fold's tree over two partials (lanes 0 and 1 valid, the rest empty) is op(p0, p1).
-  static_assert(runs == 2, "the fold below is the tree's for exactly two partials");
-  if (threadIdx.x == 0)
-    publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), handoff);
-}
-
-// Block 0 of a single pass whose wait for partials ran out (partials.cuh, fold_sync): the
-// whole block reduces each tile whose cell this call has not published yet,
-// by reduce_my_tiles for that tile alone, so to the bits its tile block would publish, and
-// publishes it. Counted in the control block's fallback_folds (for the tests).
-template <class Acc, int VW, class Loader, class Op, class Codec>
-__device__ __forceinline__ void reduce_unpublished_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                         const Codec& codec,
-                                                         partial_cell<typename Codec::partial_type>* cells,
-                                                         fold_sync sync) {
-  for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
-    if (__syncthreads_or(threadIdx.x == 0 && !cells[tile].is_published(sync.epoch)) == 0) continue;
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, tile, plan.tiles);
-  }
-  __syncthreads();  // thread 0's cell stores come before every thread's fold reads them
-  if (threadIdx.x == 0) atomicAdd(sync.control + control_word::fallback_folds, 1u);
-}
-
-// What block 0 of a single pass does after a wait ran out: it reduces the unpublished tiles,
-// then folds every cell without a bound. Out of line on purpose: inlined, this cold path's
-// second copy of the tile code and of the fold made ptxas spill 24-180 bytes per thread in the
-// single pass of float, int and double sums (it had none before the fallback existed), which
-// every tile block paid for on the hot path. A call costs only the path that runs it.
-template <class Acc, int VW, class Loader, class Op, class Codec>
-__device__ __noinline__ Acc refold_after_wait_ran_out(Loader load, reduction_plan plan, Op op, Codec codec,
-                                                       partial_cell<typename Codec::partial_type>* cells,
-                                                       fold_sync sync) {
-  reduce_unpublished_tiles<Acc, VW>(load, plan, op, codec, cells, sync);
-  bool gave_up = false;
-  return fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
-}
-
-// What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
-//   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
-//                  as it is published, so when the last one lands only its fold and the
-//                  block tree are left. Blocks 1, 2, ... reduce the tiles. Taken while the
-//                  tiles are few for the grid (at most fold_block_gate per tile block).
-//   reduces_first  with many tiles (2^24 floats: 2048 on 264 blocks) a block of its own
-//                  costs a share of the read, so block 0 reduces tiles too, and takes the
-//                  share that ends soonest (block gridDim.x - 1's, the smallest where the
-//                  tiles do not divide evenly), then folds.
-// Either way block 0 waits only on blocks that need nothing from it, and boundedly, so every
-// block finishes whatever the order in which the GPU schedules them (partials.cuh,
-// fold_sync). docs/decisions/0008-block-0-roles.md has the measurements behind the roles.
-enum class fold_block_role : unsigned { reduces_first = 0, folds_only = 1 };
-inline constexpr unsigned fold_block_gate = tuning::fold_block_gate;
-
-template <class Acc, int VW, class Loader, class Op, class Out, class Codec,
-          int MinBlocks = min_resident_blocks<VW, Loader>>
-__global__ void __launch_bounds__(block_threads, MinBlocks)
-    single_pass_reduce_kernel(Loader load, reduction_plan plan, Acc init, Op op, Codec codec,
-                              partial_cell<typename Codec::partial_type>* cells, fold_sync sync, Out* out,
-                              host_handoff* handoff, fold_block_role role) {
-  wait_for_prior_grid();
-  const unsigned fold_blocks = role == fold_block_role::folds_only ? 1u : 0u;
-  if (blockIdx.x >= fold_blocks) {
-    std::uint64_t first = blockIdx.x - fold_blocks;
-    if (tuning::fold_block_takes_last_share && fold_blocks == 0) first = (blockIdx.x + gridDim.x - 1) % gridDim.x;
-    reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, first, gridDim.x - fold_blocks);
-  }
-  if (blockIdx.x != 0) return;
-  // Block 0's first fold waits boundedly; if a wait ran out, block 0 reduces the tiles it has
-  // not seen published and folds again, every cell filled (partials.cuh, fold_sync).
-  bool gave_up = false;
-  Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, true, gave_up);
-  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
-}
-
-// Two pass: the first launch publishes the partials, the second folds them (same bits as
-// the single pass).
-template <class Acc, int VW, class Loader, class Op, class Codec>
-__global__ void __launch_bounds__(block_threads, (min_resident_blocks<VW, Loader>))
-    tile_partials_kernel(Loader load, reduction_plan plan, Op op, Codec codec,
-                         partial_cell<typename Codec::partial_type>* cells, fold_sync sync) {
-  wait_for_prior_grid();
-  reduce_my_tiles<Acc, VW>(load, plan, op, codec, cells, sync.epoch, blockIdx.x, gridDim.x);
-}
-
-template <class Acc, class Op, class Out, class Codec>
-__global__ void __launch_bounds__(block_threads)
-    fold_partials_kernel(std::uint64_t tiles, std::uint64_t tile_items, Acc init, Op op, Codec codec,
-                         partial_cell<typename Codec::partial_type>* cells, unsigned int epoch, Out* out,
-                         host_handoff* handoff) {
-  wait_for_prior_grid();
-  bool gave_up = false;
-  const Acc total = fold_published_partials<Acc>(codec, cells, tiles, tile_items, op, fold_sync{nullptr, epoch, 0},
-                                                 false, gave_up);
-  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
 }  // namespace tally::detail

@@ -1,10 +1,10 @@
 #pragma once
 // A tile partial in scratch, with the tag that says which call published it. Every call that
-// uses a stream's scratch has an epoch of its own (runtime.cuh, call_scratch), and a reader
-// takes a cell only when its tag is the call's epoch: a cell another call left behind, or
-// one this call has not published yet, reads as not ready. So no kernel has to clear the
-// cells for the next call, and a call that stopped half way (a failed launch) leaves nothing
-// a later call could misread.
+// uses a stream's scratch has an epoch of its own (dispatch/runtime.cuh, call_scratch), and
+// a reader takes a cell only when its tag is the call's epoch: a cell another call left
+// behind, or one this call has not published yet, reads as not ready. So no kernel has to
+// clear the cells for the next call, and a call that stopped half way (a failed launch)
+// leaves nothing a later call could misread.
 //
 // An accumulator of up to packed_cell_max_bytes is split into 32-bit pieces, and each piece
 // travels with the tag in one 64-bit word, written and read as one access. A reader that
@@ -13,7 +13,7 @@
 // the extra words: docs/decisions/0010-packed-partial-cells.md). Larger accumulators write
 // the value, then the tag with release semantics.
 
-#include "tally/detail/runtime.cuh"
+#include "tally/detail/scratch_layout.cuh"
 
 #include <cuda/atomic>
 
@@ -110,7 +110,7 @@ struct alignas(alignof(Acc) < 4 ? 4 : alignof(Acc)) partial_cell<Acc, false> {
 // it polls, made every mid-size single pass slower, which this protocol does not
 // (docs/decisions/0002-bounded-fold-wait.md).
 struct fold_sync {
-  unsigned int* control = nullptr;  // the call's control block (runtime.cuh, control_word)
+  unsigned int* control = nullptr;  // the call's control block (scratch_layout.cuh, control_word)
   unsigned int epoch = 0;
   unsigned int poll_limit = 0;      // polls of one batch slot of a warp's cells before its wait runs out
 };

@@ -124,7 +124,7 @@ Acc fold_partials(const std::vector<Acc>& partials, Op& op) {
   return block_reduce(lanes.data(), op).value;
 }
 
-// ---- the order-preserving plan (plan.cuh, ordered_tile; ordered_kernel.cuh) ----
+// ---- the order-preserving plan (plan.cuh, ordered_tile; tile/ordered_tile.cuh) ----
 
 // tally::warp::reduce_ordered on 32 lanes: for d = 1, 2, 4, 8, 16, lane i (a multiple of
 // 2d) takes combine(v[i], v[i + d]); each step reads lanes the previous steps finished.

@@ -6,6 +6,8 @@
 // ownership model and says what an application may rely on; docs/architecture.md places the
 // runtime among the layers.
 
+#include "tally/detail/scratch_layout.cuh"
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -75,25 +77,7 @@ unsigned long long current_context(int device);
 // remembered, so a loop of calls asks CUDA once.
 void check_stream_of_device(cudaStream_t stream, int device);
 
-
 // ---- scratch ----------------------------------------------------------------------------
-// Bytes of the control block in front of the partial cells: the atomic strategies' counters
-// and accumulator, and a count the tests read (control_word below).
-inline constexpr std::size_t control_bytes = 256;
-// Largest accumulator a device reduction supports, in bytes.
-inline constexpr std::size_t max_accumulator_bytes = 256;
-
-// Words of the control block. The atomic strategies use words 0-2 and the accumulator at
-// byte 128 and leave them zero. A single pass whose block 0 had to reduce tiles itself
-// counts it in fallback_folds (partials.cuh, fold_sync), which only the tests read.
-namespace control_word {
-inline constexpr int units_done = 0;
-inline constexpr int tickets = 1;
-inline constexpr int first_stored = 2;
-inline constexpr int fallback_folds = 6;   // single passes whose block 0 reduced tiles itself (tests)
-inline constexpr std::size_t accumulator_byte = 128;
-}  // namespace control_word
-
 // The scratch one call owns: the control block, then room for its tile partials; epoch
 // tags this call's partials (partials.cuh), so cells a previous call left behind are never
 // mistaken for this call's. Never 0.
@@ -179,18 +163,6 @@ struct result_slot_counts {
   std::size_t free = 0;
 };
 result_slot_counts result_slots();
-
-// How a kernel hands reduce()'s value to the host, in mapped pinned memory: word w holds
-// bytes [4w, 4w + 4) of the value in its low half and handoff_tag in its high half, each
-// word written by one 8-byte store. The host zeroes the words before the launch and takes
-// the value once every word it needs shows the tag, so each word vouches for itself and no
-// fence has to order a value before a flag. The partial cells use the same pattern
-// (partials.cuh; docs/decisions/0011-host-handoff.md).
-inline constexpr unsigned long long handoff_tag = 1ull << 32;
-inline constexpr std::size_t handoff_words = max_accumulator_bytes / 4;
-struct host_handoff {
-  unsigned long long word[handoff_words];
-};
 
 // A slot of pinned, mapped host memory that reduce()'s kernel hands its value over in.
 // reduce() waits for the value itself, not for the whole stream, and reads it without a copy.

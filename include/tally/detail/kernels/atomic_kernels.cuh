@@ -8,8 +8,11 @@
 // reproducible only where the operator is exact: integer +, min, max, &, |, ^.
 
 #include "tally/block/reduce.cuh"
+#include "tally/detail/kernels/grid_dependency.cuh"
+#include "tally/detail/kernels/publish_result.cuh"
 #include "tally/detail/op_kind.cuh"
-#include "tally/detail/reduce_kernel.cuh"
+#include "tally/detail/scratch_layout.cuh"
+#include "tally/detail/tile/commutative_tile.cuh"
 
 #include <cuda/atomic>
 
@@ -75,9 +78,9 @@ __device__ __forceinline__ void atomic_combine(Acc* target, const Acc& value, Op
   }
 }
 
-// Control words in scratch (runtime.cuh, control_word): units done, tickets taken by units
-// with a value, 1 once the first such unit has stored its value; the accumulator at byte
-// 128. The last unit leaves them zero (the runtime zeroes them again after a call that did
+// Control words in scratch (scratch_layout.cuh, control_word): units done, tickets taken
+// by units with a value, 1 once the first such unit has stored its value; the accumulator at
+// byte 128. The last unit leaves them zero (the runtime zeroes them again after a call that did
 // not run to its end).
 struct atomic_control {
   unsigned int* words;

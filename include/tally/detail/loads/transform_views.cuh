@@ -5,10 +5,10 @@
 // loads and applies the functor in registers; the plan's vector width comes from the base
 // elements, on the host and the device alike, so both still follow one plan.
 
-#include "tally/detail/iterators.cuh"
+#include "tally/detail/loads/iterators.cuh"
+#include "tally/detail/loads/zip_views.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/tuning.cuh"
-#include "tally/detail/zip_views.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -104,7 +104,7 @@ inline constexpr int plan_vector_width_v = plan_vector_width<It>();
 // keep the elements as read and transform each as it is folded (raw_type, raw_chunk,
 // value). Transforming as the chunk is read would put an instruction that needs the loaded
 // bytes where the fetch is: the next tile's fetch, which a block issues before its block
-// reduction so that the loads are in flight meanwhile (reduce_kernel.cuh), would then make
+// reduction so that the loads are in flight meanwhile (tile/commutative_tile.cuh), would then make
 // the block wait for them first (docs/decisions/0015-transforms-at-the-fold.md). Where V is
 // wider than E (a count's 8-byte 0 or 1 from a 4-byte float), the raw elements also keep a
 // step's loads in 32 registers, not 64.
@@ -146,7 +146,7 @@ struct element_pair {
 // bytes a thread, so the kernel does not fetch the next tile early (prefetches_next_tile):
 // prefetching the raw pairs as well measured slower than transforming at the read
 // (docs/decisions/0015-transforms-at-the-fold.md). The order-preserving kernel stages
-// chunks of at most 16 bytes through shared memory (ordered_kernel.cuh), which a raw pair
+// chunks of at most 16 bytes through shared memory (tile/ordered_tile.cuh), which a raw pair
 // is not, so it takes transformed chunks.
 template <class T, class E1, class E2, class V, int VW, bool Raw = false>
 struct pair_vector_loader {
@@ -155,7 +155,7 @@ struct pair_vector_loader {
   using raw_type = std::conditional_t<Raw, element_pair<E1, E2>, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E1) + sizeof(E2);
   // Raw pairs of 4-byte elements read faster at many tiles from a kernel held to two blocks
-  // per SM (has_two_block_variant, reduce_kernel.cuh); pairs of 8-byte ones read slower that
+  // per SM (has_two_block_variant, tile/commutative_tile.cuh); pairs of 8-byte ones read slower that
   // way (docs/decisions/0015-transforms-at-the-fold.md).
   static constexpr bool two_blocks_at_many_tiles = Raw && sizeof(E1) + sizeof(E2) <= 8;
   const E1* a;
@@ -200,7 +200,7 @@ struct local_type_of<F, std::void_t<typename F::local_type>> {
 // f.make(base[offset + k], offset + k), the base read 16 bytes at a time. Full tiles keep
 // the base elements as read and make each candidate as it is folded (raw_chunk, value),
 // with a 32-bit position in place of the index where F offers that (make_local, globalize;
-// reduce_kernel.cuh, folds_local_positions).
+// tile/commutative_tile.cuh, folds_local_positions).
 template <class F, class E, class V, int VW>
 struct indexed_vector_loader {
   static_assert(sizeof(E) * VW == 16, "indexed_vector_loader reads 16-byte chunks");

@@ -11,8 +11,8 @@
 // transform_views.cuh), on the host and the device alike, so both follow one plan and the
 // bits do not depend on alignment.
 
-#include "tally/detail/iterators.cuh"
-#include "tally/detail/loads.cuh"
+#include "tally/detail/loads/iterators.cuh"
+#include "tally/detail/loads/loads.cuh"
 #include "tally/detail/plan.cuh"
 
 #include <cuda/std/tuple>

@@ -1,14 +1,14 @@
 #pragma once
 // Device dispatch: check the arguments, classify the input, make the plan, launch.
 
-#include "tally/detail/atomic_reduce.cuh"
-#include "tally/detail/iterators.cuh"
-#include "tally/detail/launch.cuh"
-#include "tally/detail/ordered_kernel.cuh"
+#include "tally/detail/dispatch/launch.cuh"
+#include "tally/detail/dispatch/runtime.cuh"
+#include "tally/detail/kernels/atomic_kernels.cuh"
+#include "tally/detail/kernels/ordered_kernels.cuh"
+#include "tally/detail/kernels/reduce_kernels.cuh"
+#include "tally/detail/loads/iterators.cuh"
+#include "tally/detail/loads/transform_views.cuh"
 #include "tally/detail/plan.cuh"
-#include "tally/detail/reduce_kernel.cuh"
-#include "tally/detail/runtime.cuh"
-#include "tally/detail/transform_views.cuh"
 #include "tally/detail/tuning.cuh"
 #include "tally/error.cuh"
 #include "tally/execution_policy.cuh"
@@ -85,7 +85,7 @@ void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy
   launch_kernel<Kernel>(unsigned(grid), block_threads, policy.stream(), device, args...);
 }
 
-// Launches the single pass with block 0's role (fold_block_role, reduce_kernel.cuh): it
+// Launches the single pass with block 0's role (fold_block_role, kernels/reduce_kernels.cuh): it
 // reduces no tile while the tiles are at most fold_block_gate per tile block, and the
 // grid then has one block more than the tiles need. A forced grid size counts every block.
 template <auto Kernel, class... Args>
@@ -191,7 +191,7 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   lease.launched();
 }
 
-// The order-preserving plan (ordered_kernel.cuh): the single pass or the two pass.
+// The order-preserving plan (kernels/ordered_kernels.cuh): the single pass or the two pass.
 template <class Acc, int VW, class Loader, class Op, class Out>
 void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                            const device_policy& policy, int device, tally::strategy chosen) {
@@ -292,7 +292,7 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
       const auto f = first.functor();
       const auto offset = static_cast<std::int64_t>(*first.base());
       using elem = indexed_base_element_t<decltype(f)>;
-      // Candidates with 32-bit positions (reduce_kernel.cuh) need tiles of at most 2^32
+      // Candidates with 32-bit positions (tile/commutative_tile.cuh) need tiles of at most 2^32
       // elements: always so in memory that exists today (an order-free plan of 2^40 elements
       // would be needed); beyond that the element-wise path below is correct.
       if (aligned(f.first + offset) && local_positions_fit(make_plan(n, vw, plan_max_tiles_for<Op>))) {

@@ -15,7 +15,7 @@
 // tuning::programmatic_launch = false launches every kernel the ordinary way (tools/tune
 // compares the two; docs/decisions/0017-programmatic-dependent-launch.md has the figures).
 
-#include "tally/detail/runtime.cuh"
+#include "tally/detail/dispatch/runtime.cuh"
 #include "tally/detail/tuning.cuh"
 
 #include <cuda_runtime.h>
@@ -24,15 +24,6 @@
 #include <atomic>
 
 namespace tally::detail {
-
-// First statement of every tally kernel. Lets the stream's next kernel be scheduled, then
-// waits for the kernel before this one (no-op without PDL or when nothing came before).
-__device__ __forceinline__ void wait_for_prior_grid() {
-  if constexpr (tuning::programmatic_launch) {
-    NV_IF_TARGET(NV_PROVIDES_SM_90, (asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-                                     asm volatile("griddepcontrol.wait;" ::: "memory");))
-  }
-}
 
 // An answer about Kernel on `device` that does not change while the process runs (its
 // occupancy, the architecture its loaded code was compiled for): Question::ask<Kernel>(device)
