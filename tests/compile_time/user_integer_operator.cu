@@ -1,6 +1,6 @@
 // Compiled by scripts/test with the device optimizer on, under a time limit: one call that
 // took nvcc most of an hour before tally cut its folds' chains for the optimizer
-// (include/tally/detail/fold_chain.cuh). The operator is the one Thrust's own reduce tests
+// (include/tally/detail/tile/fold_chain.cuh). The operator is the one Thrust's own reduce tests
 // use; unsigned int and a remainder by a constant are what made the optimizer's time grow
 // exponentially with the length of a thread's unrolled fold. Both plans: the operator as it
 // is (not commutative: the order-preserving plan) and marked commutative.
