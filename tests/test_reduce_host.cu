@@ -59,6 +59,27 @@ TYPED_TEST(host_reduce, sum_min_max_at_every_boundary_size) {
   }
 }
 
+// The float check above is only as good as its bound: here, on positive inputs, the bound is
+// below the sum of the last 2048 elements, and a float tile holds at least 8192, so a sum that
+// lost any tile, or returned 0 or init alone, fails it.
+TEST(host_reduce_semantics, float_sum_bound_rejects_a_sum_that_lost_a_tile) {
+  for (std::size_t n : {std::size_t(8197), std::size_t(65539), std::size_t(1048583), std::size_t(2097152)}) {
+    seeded s(n + 77);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    std::uniform_real_distribution<double> mantissa(0.5, 1.0);
+    std::uniform_int_distribution<int> exponent(-4, 4);
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(std::ldexp(mantissa(s.rng), exponent(s.rng)));
+    const float sum = tally::reduce(tally::host, v.begin(), v.end(), 0.0f);
+    long double exact = 0, last_2048 = 0;
+    for (std::size_t i = 0; i < n; ++i) exact += v[i];
+    for (std::size_t i = n - 2048; i < n; ++i) last_2048 += v[i];
+    const double bound = tally_test::sum_error_bound(v, 0, n, 0.0);
+    TALLY_EXPECT_SUM_NEAR(sum, exact, bound);
+    EXPECT_LT(bound, double(last_2048)) << "a sum without one tile would still pass";
+  }
+}
+
 TEST(host_reduce_semantics, empty_range_returns_init) {
   std::vector<float> empty;
   EXPECT_EQ(tally::reduce(tally::host, empty.begin(), empty.end(), 7.5f), 7.5f);

@@ -92,14 +92,42 @@ Acc reference_sum(const std::vector<T>& v, std::size_t first, std::size_t last, 
   }
 }
 
-// Bound on |float sum - exact| for any summation order: n * eps * sum |x_i| (plus init).
+// The longest chain of additions any element of an n-element reduction goes through, under
+// every plan tally makes (docs/determinism.md), derived from the plan's rules and not from its
+// code: a thread folds at most 8 loads of 16 elements a step, and a tile has
+// ceil(steps / 2048) steps of at least 2048 elements, so a thread's fold is at most
+// 128 + n / 2^19 long (n / 2^19 exactly when tiles are longer than one step); then the warp
+// and block trees (at most 10 levels), block 0's fold of at most 8 partials a thread and its
+// trees (10), init (1), and the reference's own rounding to the accumulator (1). The order-
+// preserving plan's chains are shorter. extra_depth adds chains outside the plan: the atomic
+// strategies' accumulator, which every unit's result joins one after another.
+inline double plan_addition_depth(std::size_t n, double extra_depth = 0) {
+  return 128.0 + std::ceil(double(n) / 524288.0) + 30.0 + extra_depth;
+}
+
+// Bound on |computed sum - exact| for a sum in T's precision whose additions form chains of
+// at most `depth` (Higham's gamma_d = d u / (1 - d u) times the sum of |x_i| and |init|):
+// at 2^20 floats about 1e-5 of that sum, where the former bound, (n + 1) eps, was larger than
+// the sums themselves. It says nothing where it is not below the exact sum's magnitude:
+// expect_sum_near (below) also checks that.
 template <class T>
-double sum_error_bound(const std::vector<T>& v, std::size_t first, std::size_t last, double init) {
+double sum_error_bound(const std::vector<T>& v, std::size_t first, std::size_t last, double init,
+                       double extra_depth = 0) {
   double abs_sum = std::abs(init);
   for (std::size_t i = first; i < last; ++i) abs_sum += std::abs(double(v[i]));
-  const double eps = std::numeric_limits<T>::epsilon();
-  return double(last - first + 1) * eps * abs_sum + std::numeric_limits<T>::min();
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double d = plan_addition_depth(last - first, extra_depth);
+  return d * u / (1 - d * u) * abs_sum + std::numeric_limits<T>::min();
 }
+
+// got is within `bound` of `exact`, and the bound is smaller than |exact|, so that the check
+// can tell a right sum from 0, from init alone or from a sum that lost a tile.
+#define TALLY_EXPECT_SUM_NEAR(got, exact, bound)                                                  \
+  do {                                                                                           \
+    const double tally_exact_ = double(exact), tally_bound_ = double(bound);                     \
+    EXPECT_LT(tally_bound_, std::abs(tally_exact_)) << "the error bound cannot tell this sum from 0"; \
+    EXPECT_NEAR(double(got), tally_exact_, tally_bound_);                                        \
+  } while (0)
 
 template <class T>
 std::uint64_t bits_of(const T& x) {

@@ -1,0 +1,151 @@
+"""The mutants of scripts/mutate: deliberate defects, each a replacement of one piece of text
+that occurs exactly once in one library file, and the test programs that must catch it.
+
+host   the host backend and the plan: caught by tests that run without a GPU
+device kernels, tile work and loads: their tests run only where a GPU is present
+
+Each defect is one a real change could bring: an element, a chunk, a tile or a partial
+dropped; init applied twice or never; an ordered fold's operands swapped; a tree in another
+shape; a plan that no longer covers N.
+"""
+
+HOST_BACKEND = "include/tally/detail/dispatch/host_backend.cuh"
+PLAN = "include/tally/detail/plan.cuh"
+COMMUTATIVE_TILE = "include/tally/detail/tile/commutative_tile.cuh"
+COMMUTATIVE_FOLD = "include/tally/detail/tile/commutative_fold.cuh"
+ORDERED_TILE = "include/tally/detail/tile/ordered_tile.cuh"
+REDUCE_KERNELS = "include/tally/detail/kernels/reduce_kernels.cuh"
+LOADS = "include/tally/detail/loads/loads.cuh"
+WARP = "include/tally/warp/reduce.cuh"
+
+HOST_TESTS = ["test_plan", "test_reduce_host", "test_random"]
+DEVICE_TESTS = ["test_reduce_device", "test_random", "test_strategies", "test_iterator_kinds"]
+
+MUTANTS = [
+    # ---- host ----------------------------------------------------------------------------
+    dict(id="H01", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="the last element of every partial tile is dropped",
+         old="for (std::uint64_t i = chunk_first; i < std::min(end, chunk_first + vw); ++i) {",
+         new="for (std::uint64_t i = chunk_first; i < std::min(end - 1, chunk_first + vw); ++i) {"),
+    dict(id="H02", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="the fold of the tile partials skips the last partial",
+         old="""  for (std::size_t k = 0; k < partials.size(); ++k) {
+    lane_value<Acc> p{partials[k], true};
+    combine(lanes[k % block_threads], p, op);""",
+         new="""  for (std::size_t k = 0; k + 1 < partials.size(); ++k) {
+    lane_value<Acc> p{partials[k], true};
+    combine(lanes[k % block_threads], p, op);"""),
+    dict(id="H03", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="each worker leaves its last tile unreduced",
+         old="for (std::uint64_t tile = from; tile < to; ++tile) {",
+         new="for (std::uint64_t tile = from; tile + 1 < to; ++tile) {"),
+    dict(id="H04", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="init is applied twice",
+         old="return static_cast<Acc>(op(init, total));",
+         new="return static_cast<Acc>(op(init, static_cast<Acc>(op(init, total))));"),
+    dict(id="H05", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="init is never applied",
+         old="return static_cast<Acc>(op(init, total));",
+         new="(void)init;\n  return total;"),
+    dict(id="H06", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="an empty range returns the accumulator's zero instead of init",
+         old="if (n == 0) return init;",
+         new="if (n == 0) return Acc{};"),
+    dict(id="H07", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="the warp tree combines neighbours first (another tree: other float bits)",
+         old="""  for (int delta = warp_threads / 2; delta > 0; delta /= 2)
+    for (int i = 0; i < delta; ++i) combine(lanes[i], lanes[i + delta], op);
+  return lanes[0];""",
+         new="""  for (int delta = 1; delta < warp_threads; delta *= 2)
+    for (int i = 0; i + delta < warp_threads; i += 2 * delta) combine(lanes[i], lanes[i + delta], op);
+  return lanes[0];"""),
+    dict(id="H08", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="a full tile skips the second element of each lane's first chunk",
+         old="        j = 1;\n",
+         new="        j = 2;\n"),
+    dict(id="H09", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="the ordered plan folds each lane's run right to left",
+         old="lane.value = lane.valid ? static_cast<Acc>(op(lane.value, x)) : x;",
+         new="lane.value = lane.valid ? static_cast<Acc>(op(x, lane.value)) : x;"),
+    dict(id="H10", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="the ordered fold of the partials deals them round robin, out of order",
+         old="combine(lanes[k / per_thread], p, op);",
+         new="combine(lanes[k % block_threads], p, op);"),
+    dict(id="H11", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="every worker but the first skips the first tile of its share",
+         old="const std::uint64_t from = w * per_thread, to",
+         new="const std::uint64_t from = w * per_thread + (w > 0), to"),
+    dict(id="H12", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="a full tile is walked one element per chunk, whatever the vector width",
+         old="""  const int vw = plan.vector_width;
+  const std::uint64_t chunk_groups""",
+         new="""  const int vw = 1;
+  const std::uint64_t chunk_groups"""),
+    dict(id="H13", kind="host", file=PLAN, tests=HOST_TESTS,
+         defect="the plan rounds the steps per tile down, so more tiles than the scratch holds",
+         old="std::uint64_t steps_per_tile = steps / max_tiles + (steps % max_tiles != 0);",
+         new="std::uint64_t steps_per_tile = steps / max_tiles;"),
+    dict(id="H14", kind="host", file=PLAN, tests=HOST_TESTS,
+         defect="the plan's tile count rounds down: the last, partial tile is never reduced",
+         old="plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0);",
+         new="plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0 && n < plan.tile_items);"),
+    dict(id="H15", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="an empty lane contributes the accumulator's zero instead of being skipped",
+         old="""  if (!other.valid) return;
+  into.value = into.valid ? static_cast<Acc>(op(into.value, other.value)) : other.value;""",
+         new="""  const Acc other_value = other.valid ? other.value : Acc{};
+  into.value = into.valid ? static_cast<Acc>(op(into.value, other_value)) : other_value;"""),
+    # ---- device --------------------------------------------------------------------------
+    dict(id="D01", kind="device", file=COMMUTATIVE_TILE, tests=DEVICE_TESTS,
+         defect="a step reads one chunk too few",
+         old="""  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
+#pragma unroll
+    for (int u = 0; u < Loads; ++u) {""",
+         new="""  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
+#pragma unroll
+    for (int u = 0; u + 1 < Loads; ++u) {"""),
+    dict(id="D02", kind="device", file=COMMUTATIVE_TILE, tests=DEVICE_TESTS,
+         defect="a partial step skips a chunk that ends exactly at the end of the input",
+         old="    if (offset(u) + VW <= remaining) {",
+         new="    if (offset(u) + VW < remaining) {"),
+    dict(id="D03", kind="device", file=COMMUTATIVE_FOLD, tests=DEVICE_TESTS,
+         defect="block 0's fold skips the last tile partial",
+         old="if (k < tiles && !warp_gave_up) {",
+         new="if (k + 1 < tiles && !warp_gave_up) {"),
+    dict(id="D04", kind="device", file=REDUCE_KERNELS, tests=DEVICE_TESTS,
+         defect="the single pass applies init twice",
+         old="""  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);""",
+         new="""  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(init, total))))), handoff);"""),
+    dict(id="D05", kind="device", file=REDUCE_KERNELS, tests=DEVICE_TESTS,
+         defect="the tile pair never applies init",
+         old="publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), handoff);",
+         new="publish(out, static_cast<Out>(static_cast<Acc>(op(partials[0], partials[1]))), handoff);"),
+    dict(id="D06", kind="device", file=REDUCE_KERNELS, tests=DEVICE_TESTS,
+         defect="the one-tile kernel never applies init",
+         old="""    total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
+  }
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);""",
+         new="""    total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
+  }
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(total), handoff);"""),
+    dict(id="D07", kind="device", file=ORDERED_TILE, tests=DEVICE_TESTS + ["test_operators"],
+         defect="the ordered tile's checked fold swaps its operands",
+         old="        acc = valid ? static_cast<Acc>(op(acc, x)) : x;",
+         new="        acc = valid ? static_cast<Acc>(op(x, acc)) : x;"),
+    dict(id="D08", kind="device", file=LOADS, tests=DEVICE_TESTS,
+         defect="the element loader of fancy and misaligned inputs reads one element late",
+         old="""  __device__ __forceinline__ V element(std::uint64_t i) const {
+    return static_cast<V>(first_[static_cast<difference_type>(i)]);""",
+         new="""  __device__ __forceinline__ V element(std::uint64_t i) const {
+    return static_cast<V>(first_[static_cast<difference_type>(i + 1)]);"""),
+    dict(id="D10", kind="device", file=WARP, tests=DEVICE_TESTS + ["test_building_blocks"],
+         defect="the warp tree takes an empty lane's value instead of skipping it",
+         old="if (other_valid) value = valid ? static_cast<T>(op(value, other)) : other;",
+         new="value = valid ? static_cast<T>(op(value, other)) : other;"),
+    dict(id="D09", kind="device", file=LOADS, tests=DEVICE_TESTS,
+         defect="an aligned vector chunk is read 16 bytes late",
+         old="const uint4 raw = read_16_bytes(data + first, streaming);",
+         new="const uint4 raw = read_16_bytes(data + first + VW, streaming);"),
+]
