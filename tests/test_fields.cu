@@ -67,7 +67,7 @@ T max_of(const std::vector<T>& v) {
 void expect_float_sum(float got, const std::vector<float>& v, float init, const std::string& what) {
   EXPECT_EQ(bits_of(got), bits_of(tally::reduce(tally::host, v.begin(), v.end(), init))) << what;
   const double want = tally_test::reference_sum<double>(v, 0, v.size(), double(init));
-  EXPECT_NEAR(got, want, tally_test::sum_error_bound(v, 0, v.size(), init)) << what;
+  TALLY_EXPECT_SUM_NEAR(got, want, tally_test::sum_error_bound(v, 0, v.size(), init)) << what;
 }
 
 struct bounding_box_of {
@@ -252,7 +252,7 @@ TEST(fields_host, a_tuple_like_struct) {
     const auto op = tally::fields(tally::plus<>{}, tally::maximum<>{}, tally::minimum<>{}, tally::plus<>{});
     const particle got = tally::reduce(tally::host, ps.begin(), ps.end(), particle{0, -inf, inf, 0}, op);
     const double want_x = tally_test::reference_sum<double>(x, 0, n, 0.0);
-    EXPECT_NEAR(got.x, want_x, tally_test::sum_error_bound(x, 0, n, 0.0));
+    TALLY_EXPECT_SUM_NEAR(got.x, want_x, tally_test::sum_error_bound(x, 0, n, 0.0));
     EXPECT_EQ(got.y, max_of(y));
     EXPECT_EQ(got.z, -max_of(x));
     EXPECT_EQ(got.count, tally_test::reference_sum<int>(c, 0, n, 0));
@@ -529,7 +529,7 @@ TEST_F(fields_device, tuples_through_the_warp_and_block_building_blocks) {
     EXPECT_EQ(cuda::std::get<1>(t), tally_test::reference_sum<int>(i, w * 32, w * 32 + 32, 0));
     EXPECT_EQ(cuda::std::get<1>(t), int(ints[w]));
     const double want = tally_test::reference_sum<double>(d, w * 32, w * 32 + 32, 0.0);
-    EXPECT_NEAR(cuda::std::get<2>(t), want, tally_test::sum_error_bound(d, w * 32, w * 32 + 32, 0.0));
+    TALLY_EXPECT_SUM_NEAR(cuda::std::get<2>(t), want, tally_test::sum_error_bound(d, w * 32, w * 32 + 32, 0.0));
   }
 
   const auto x = random_values<float>(blocks * 256, s.rng), y = random_values<float>(blocks * 256, s.rng);

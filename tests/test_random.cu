@@ -221,6 +221,16 @@ T reduce_through(const Policy& policy, const random_case& c, const T* first, T i
   return tally::reduce(policy, first, first + n, init, op);
 }
 
+// Float sums checked against a bound, and those whose bound was no smaller than the exact
+// sum's magnitude (a sum near 0 by chance: there the bound could not tell a wrong sum from a
+// right one). run_cases requires such cases to be rare, so that the bound checks as a whole
+// can fail on a wrong answer.
+struct bound_census {
+  int sums = 0;
+  int uninformative = 0;
+};
+bound_census census;
+
 // Runs one case and checks it; returns false on a failure (already reported).
 template <class T, class Op>
 bool run_case(const random_case& c, std::mt19937_64& rng, void* device_memory) {
@@ -239,6 +249,8 @@ bool run_case(const random_case& c, std::mt19937_64& rng, void* device_memory) {
     for (std::size_t i = 0; i < c.n; ++i) exact += host_first[i];
     bound = tally_test::sum_error_bound(all, c.offset, c.offset + c.n, double(init));
     EXPECT_LE(std::abs(double(host) - double(exact)), bound) << "host";
+    ++census.sums;
+    if (!(bound < std::abs(double(exact)))) ++census.uninformative;
   } else {
     expected = reference_fold<T>(host_first, c.n, init, c.op);
     EXPECT_EQ(host, expected) << "host";
@@ -297,12 +309,17 @@ bool run_one(const random_case& c, std::mt19937_64& rng, void* device_memory) {
 
 // Runs `cases` cases, each from seed salt + its index; stops at the first failure.
 void run_cases(int cases, std::uint64_t salt, bool allow_device, std::size_t max_n, void* device_memory) {
+  census = {};
   for (int i = 0; i < cases; ++i) {
     seeded s(salt + i);
     const random_case c = pick_case(s.rng, allow_device, max_n);
     SCOPED_TRACE("case " + std::to_string(i) + ": " + c.describe() + ", " + s.trace());
     if (!run_one(c, s.rng, device_memory)) return;
   }
+  EXPECT_GT(census.sums, cases / 20) << "too few float sums to say anything about their bound";
+  EXPECT_LE(census.uninformative * 100, census.sums)
+      << census.uninformative << " of " << census.sums
+      << " float sums had an error bound no smaller than the sum itself: the bound checks could not fail";
 }
 
 // Host policy only: runs everywhere, in a few seconds even in a sanitized Debug build.
