@@ -363,6 +363,9 @@ thread_local per_thread_entries this_threads_entries;
 
 std::atomic<unsigned int> fold_polls{default_fold_poll_limit};
 
+// The test hook's override of pageable memory access (set_pageable_access_override).
+std::atomic<bool> no_pageable_access_override{false};
+
 thread_local const char* running_algorithm = nullptr;
 
 bool loses_the_context(cudaError_t code) {
@@ -566,7 +569,8 @@ bool is_device_accessible(const void* p, const device_properties& props) {
   for (const void* k : known)
     if (k == p) return true;
   const cudaMemoryType type = memory_type_of(p);
-  if (type == cudaMemoryTypeUnregistered) return props.pageable_memory_access;
+  if (type == cudaMemoryTypeUnregistered)
+    return props.pageable_memory_access && !no_pageable_access_override.load(std::memory_order_relaxed);
   if (type != cudaMemoryTypeDevice) return true;
   known[next] = p;
   next = (next + 1) % remembered;
@@ -782,6 +786,11 @@ void fail_next_allocations(int count) {
 }
 
 int pending_allocation_failures() { return injected_allocation_failures.load(std::memory_order_relaxed); }
+
+void set_pageable_access_override(bool no_pageable_access) {
+  no_pageable_access_override.store(no_pageable_access, std::memory_order_relaxed);
+}
+bool pageable_access_overridden() { return no_pageable_access_override.load(std::memory_order_relaxed); }
 
 void set_fold_poll_limit(unsigned int polls) { fold_polls.store(polls, std::memory_order_relaxed); }
 unsigned int fold_poll_limit() { return fold_polls.load(std::memory_order_relaxed); }

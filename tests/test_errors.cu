@@ -8,6 +8,7 @@
 #include <thrust/device_ptr.h>
 #include <thrust/device_vector.h>
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <string>
@@ -90,6 +91,16 @@ TEST(errors, allocation_failure_hook_counts_what_is_pending) {
   EXPECT_EQ(tally::detail::pending_allocation_failures(), 0);
   tally::detail::fail_next_allocations(-2);
   EXPECT_EQ(tally::detail::pending_allocation_failures(), 0);
+}
+
+// The override of pageable memory access (set_pageable_access_override) is off unless a test
+// turns it on; setting it needs no GPU.
+TEST(errors, pageable_access_override_is_off_by_default) {
+  EXPECT_FALSE(tally::detail::pageable_access_overridden());
+  tally::detail::set_pageable_access_override(true);
+  EXPECT_TRUE(tally::detail::pageable_access_overridden());
+  tally::detail::set_pageable_access_override(false);
+  EXPECT_FALSE(tally::detail::pageable_access_overridden());
 }
 
 TEST(errors, reversed_range_throws_before_touching_the_device) {
@@ -298,6 +309,95 @@ TEST_F(device_errors, a_pageable_second_range_under_a_device_policy) {
     }
   }
   EXPECT_EQ(tally::inner_product(tally::device, d.begin(), d.end(), d.begin(), 0LL), expected);
+  expect_context_usable();
+}
+
+// The identity as transform_reduce's transform, so that its sums are reduce's.
+struct same_int {
+  __host__ __device__ int operator()(int x) const { return x; }
+};
+
+// Takes pageable memory access away for one scope: the hook is process-wide, and the guard
+// turns it off again however the test ends.
+class without_pageable_access {
+ public:
+  without_pageable_access() { tally::detail::set_pageable_access_override(true); }
+  ~without_pageable_access() { tally::detail::set_pageable_access_override(false); }
+  without_pageable_access(const without_pageable_access&) = delete;
+  without_pageable_access& operator=(const without_pageable_access&) = delete;
+};
+
+// The path of a GPU that cannot read pageable memory, forced on whatever GPU runs the test
+// (the tests above take only the path of the GPU at hand): ordinary host memory, a
+// std::vector's included, is refused under a device policy before anything is allocated or
+// launched, with a message naming the algorithm and the range; pinned and managed host
+// memory, which such a GPU reads, still give exact sums.
+TEST_F(device_errors, forced_no_pageable_access_refuses_host_memory_and_reads_pinned_and_managed) {
+  seeded s(8);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(100003, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 3);
+  thrust::device_vector<int> d(v.begin(), v.end());
+  ASSERT_EQ(tally::reduce(tally::device, d.begin(), d.end(), 3), expected);  // slots and default scratch exist
+  TEST_CUDA(cudaDeviceSynchronize());  // the host writes managed memory below
+  const std::size_t entries = tally::detail::scratch_entries();
+  const auto slots = tally::detail::result_slots();
+  {
+    without_pageable_access forced;
+    const auto expect_refused = [](const char* what, const char* message, auto call) {
+      SCOPED_TRACE(what);
+      try {
+        call();
+        ADD_FAILURE() << "pageable host memory must be refused where the GPU cannot read it";
+      } catch (const std::invalid_argument& e) {
+        EXPECT_TRUE(contains(e.what(), message)) << e.what();
+      }
+    };
+    expect_refused("reduce over a std::vector",
+                   "tally::reduce: the input range points to pageable host memory, which this GPU cannot read",
+                   [&] { (void)tally::reduce(tally::device, v.begin(), v.end(), 3); });
+    expect_refused("reduce over a host pointer", "tally::reduce: the input range points to pageable host memory",
+                   [&] { (void)tally::reduce(tally::device, v.data(), v.data() + v.size(), 3); });
+    expect_refused("transform_reduce over a std::vector",
+                   "tally::transform_reduce: the input range points to pageable host memory", [&] {
+                     (void)tally::transform_reduce(tally::device, v.begin(), v.end(), same_int{}, 3,
+                                                   tally::plus<int>{});
+                   });
+    expect_refused("inner_product with a std::vector as its second range",
+                   "tally::inner_product: the second range points to pageable host memory",
+                   [&] { (void)tally::inner_product(tally::device, d.begin(), d.end(), v.begin(), 0LL); });
+    int host_out = 0;
+    expect_refused("reduce_into a host int", "tally::reduce_into: out points to pageable host memory",
+                   [&] { tally::reduce_into(tally::device, d.begin(), d.end(), &host_out, 3, tally::plus<int>{}); });
+    EXPECT_EQ(tally::detail::scratch_entries(), entries) << "a refused call allocated scratch";
+    EXPECT_EQ(tally::detail::result_slots().free, slots.free) << "a refused call kept a result slot";
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+    int* pinned_memory = nullptr;
+    TEST_CUDA(cudaMallocHost(&pinned_memory, v.size() * sizeof(int)));
+    const std::unique_ptr<int, cudaError_t (*)(void*)> pinned(pinned_memory, cudaFreeHost);
+    int* managed_memory = nullptr;
+    TEST_CUDA(cudaMallocManaged(&managed_memory, v.size() * sizeof(int)));
+    const std::unique_ptr<int, cudaError_t (*)(void*)> managed(managed_memory, cudaFree);
+    std::copy(v.begin(), v.end(), pinned.get());
+    std::copy(v.begin(), v.end(), managed.get());
+    EXPECT_EQ(tally::reduce(tally::device, pinned.get(), pinned.get() + v.size(), 3), expected) << "pinned input";
+    EXPECT_EQ(tally::reduce(tally::device, managed.get(), managed.get() + v.size(), 3), expected) << "managed input";
+    EXPECT_EQ(tally::transform_reduce(tally::device, pinned.get(), pinned.get() + v.size(), same_int{}, 3,
+                                      tally::plus<int>{}),
+              expected)
+        << "pinned input to transform_reduce";
+    TEST_CUDA(cudaDeviceSynchronize());
+    pinned.get()[0] = 0x5a5a5a5a;  // poisoned: reduce_into must write over it
+    tally::reduce_into(tally::device, d.begin(), d.end(), pinned.get(), 3, tally::plus<int>{});
+    TEST_CUDA(cudaDeviceSynchronize());
+    EXPECT_EQ(pinned.get()[0], expected) << "reduce_into pinned host memory";
+  }
+  // The hook off, the GPU's own attribute decides again.
+  EXPECT_FALSE(tally::detail::pageable_access_overridden());
+  int pageable = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0), cudaSuccess);
+  if (pageable) EXPECT_EQ(tally::reduce(tally::device, v.begin(), v.end(), 3), expected) << "pageable input, hook off";
   expect_context_usable();
 }
 

@@ -1,9 +1,9 @@
 // The runtime under ordinary CUDA usage (docs/lifecycle.md): graphs that outlive their
 // capturing stream and run beside direct calls and beside each other, the per-thread default
 // stream, one stream shared by many host threads, reused stream handles, device resets,
-// errors the application left pending or made sticky, huge counting ranges, the single
-// pass's forward-progress fallback, the memory tally keeps, managed input, and a capture in
-// global mode beside first-time calls on other threads.
+// errors the application left pending or made sticky, a user's functor that traps, huge
+// counting ranges, the single pass's forward-progress fallback, the memory tally keeps,
+// managed input, and a capture in global mode beside first-time calls on other threads.
 //
 // Cases that could hang or abort run in a child process of this program (`test_lifecycle
 // --child NAME`) under a timeout: a hang then fails its test instead of stalling CI, and a
@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -1384,6 +1385,76 @@ void sticky_error_makes_calls_throw_it() {
   });
 }
 
+// A user's functor that executes __trap() inside a tally call, as a failed device-side check
+// does: the kernel dies and the CUDA context with it. docs/errors.md: the call throws
+// tally::cuda_error, a sentence that names the algorithm and the CUDA error and says that the
+// context is lost; it must not wait forever for a value the kernel never hands over (the
+// parent's timeout catches that). The child only reports: nothing more can run in a lost
+// context, so it makes no further CUDA call.
+template <class Call>
+void expect_trap_reported(const std::string& algorithm, Call call) {
+  try {
+    call();
+  } catch (const tally::cuda_error& e) {
+    const std::string what = e.what();
+    require(e.code() != cudaSuccess, "the tally::cuda_error carries cudaSuccess: " + what);
+    require_tally_message(what, e.code(), algorithm);
+    require(contains(what, "context is lost"), "the message does not say that the context is lost: " + what);
+    std::printf("reported: %s\n", what.c_str());
+    return;
+  } catch (const std::exception& e) {
+    fail(std::string("threw something other than tally::cuda_error: ") + e.what());
+  }
+  fail("returned normally although the functor trapped");
+}
+
+// Traps where it meets the index `at` (a __host__ __device__ transform, as
+// thrust::transform_iterator needs; the host side never runs under a device policy).
+struct trap_at_index {
+  unsigned long long at;
+  __host__ __device__ unsigned long long operator()(unsigned long long i) const {
+#if defined(__CUDA_ARCH__)
+    if (i == at) __trap();
+#endif
+    return i;
+  }
+};
+
+// Traps on one value of the input.
+struct trap_at_value {
+  int value;
+  __host__ __device__ long long operator()(int x) const {
+#if defined(__CUDA_ARCH__)
+    if (x == value) __trap();
+#endif
+    return x;
+  }
+};
+
+void trapping_functor_in_transform_reduce() {
+  const unsigned long long n = big_n();
+  const thrust::counting_iterator<unsigned long long> first(0);
+  expect_trap_reported("transform_reduce", [&] {
+    (void)tally::transform_reduce(tally::device, first, first + n, trap_at_index{n / 2}, 0ull,
+                                  tally::plus<unsigned long long>{});
+  });
+}
+
+// The transform read through tally::reduce, over device memory, with one element that traps.
+void trapping_functor_in_reduce() {
+  seeded s(3604);
+  note seed(s.trace());
+  auto vi = random_values<int>(big_n(), s.rng);  // within +-10^6
+  const int trigger = -2000000000;
+  vi[vi.size() / 3] = trigger;
+  device_buffer<int> di(vi);
+  const auto first = thrust::make_transform_iterator(di.begin(), trap_at_value{trigger});
+  expect_trap_reported("reduce", [&] {
+    (void)tally::reduce(tally::device, first, first + static_cast<std::ptrdiff_t>(vi.size()), 0ll,
+                        tally::plus<long long>{});
+  });
+}
+
 // ---- limits ----
 
 // 0 + 1 + ... + (n - 1) modulo 2^64, without overflow before the reduction.
@@ -1833,6 +1904,8 @@ const std::map<std::string, scenario>& child_scenarios() {
       {"error_left_pending_by_the_application", error_left_pending_by_the_application},
       {"a_real_cuda_error_message", a_real_cuda_error_message},
       {"sticky_error_makes_calls_throw_it", sticky_error_makes_calls_throw_it},
+      {"trapping_functor_in_transform_reduce", trapping_functor_in_transform_reduce},
+      {"trapping_functor_in_reduce", trapping_functor_in_reduce},
       {"huge_counting_range", huge_counting_range},
       {"forward_progress_fallback_fold", forward_progress_fallback_fold},
       {"resources_one_block_per_stream", resources_one_block_per_stream},
@@ -1922,6 +1995,8 @@ LIFECYCLE_CHILD_TEST(device_reset_between_calls_in_a_loop)
 LIFECYCLE_CHILD_TEST(error_left_pending_by_the_application)
 LIFECYCLE_CHILD_TEST(a_real_cuda_error_message)
 LIFECYCLE_CHILD_TEST(sticky_error_makes_calls_throw_it)
+LIFECYCLE_CHILD_TEST(trapping_functor_in_transform_reduce)
+LIFECYCLE_CHILD_TEST(trapping_functor_in_reduce)
 LIFECYCLE_CHILD_TEST(forward_progress_fallback_fold)
 LIFECYCLE_CHILD_TEST(resources_one_block_per_stream)
 LIFECYCLE_CHILD_TEST(resources_thread_exit_releases_its_per_thread_block)

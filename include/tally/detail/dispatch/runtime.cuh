@@ -35,6 +35,14 @@ const device_properties& properties(int device);
 // ordinary host memory only with pageable memory access.
 bool is_device_accessible(const void* p, const device_properties& props);
 
+// Test hook: while on, is_device_accessible answers for every device as for one without
+// pageable memory access, so that tests take the path of a GPU that cannot read ordinary host
+// memory (the arguments are refused, check_device_accessible) on a GPU that can. It only takes
+// access away: device, managed and pinned memory stay readable, and a GPU without pageable
+// access is never granted it. Off by default; process-wide, so for tests only.
+void set_pageable_access_override(bool no_pageable_access);
+bool pageable_access_overridden();
+
 // Whether p is managed memory that the host must not touch while any kernel runs (a device
 // without concurrent managed access): reduce() then waits for its stream before returning.
 bool needs_idle_device_for_host_access(const void* p, const device_properties& props);
