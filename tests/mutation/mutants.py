@@ -20,7 +20,18 @@ WARP = "include/tally/warp/reduce.cuh"
 
 HOST_TESTS = ["test_plan", "test_reduce_host", "test_random"]
 ORDERED_HOST_TESTS = HOST_TESTS + ["test_operators"]  # the left folds of operators that are not commutative
-DEVICE_TESTS = ["test_reduce_device", "test_random", "test_strategies", "test_iterator_kinds"]
+# Each device mutant names one program that should catch it, the smallest that does: each is
+# minutes of one core's compile for sm_90, so a program more per mutant costs a lent GPU
+# machine's time. Any failing test of it catches the mutant.
+#   test_special_values  exact sums (integer shadows) at every size class, init never 0,
+#                        aligned and misaligned starts, signed zeros (an empty lane is skipped)
+#   test_huge_ranges     exact sums past 2^31 under every strategy, init never 0
+#   test_operators       operators that are not commutative, against the left fold
+SPECIAL_VALUES = ["test_special_values"]
+HUGE_RANGES = ["test_huge_ranges"]
+ORDERED_DEVICE = ["test_operators"]
+ORDERED_FOLD = "include/tally/detail/tile/ordered_fold.cuh"
+ATOMIC_KERNELS = "include/tally/detail/kernels/atomic_kernels.cuh"
 
 MUTANTS = [
     # ---- host ----------------------------------------------------------------------------
@@ -97,7 +108,7 @@ MUTANTS = [
          new="""  const Acc other_value = other.valid ? other.value : Acc{};
   into.value = into.valid ? static_cast<Acc>(op(into.value, other_value)) : other_value;"""),
     # ---- device --------------------------------------------------------------------------
-    dict(id="D01", kind="device", file=COMMUTATIVE_TILE, tests=DEVICE_TESTS,
+    dict(id="D01", kind="device", file=COMMUTATIVE_TILE, tests=SPECIAL_VALUES,
          defect="a step reads one chunk too few",
          old="""  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
 #pragma unroll
@@ -105,25 +116,25 @@ MUTANTS = [
          new="""  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
 #pragma unroll
     for (int u = 0; u + 1 < Loads; ++u) {"""),
-    dict(id="D02", kind="device", file=COMMUTATIVE_TILE, tests=DEVICE_TESTS,
+    dict(id="D02", kind="device", file=COMMUTATIVE_TILE, tests=SPECIAL_VALUES,
          defect="a partial step skips a chunk that ends exactly at the end of the input",
          old="    if (offset(u) + VW <= remaining) {",
          new="    if (offset(u) + VW < remaining) {"),
-    dict(id="D03", kind="device", file=COMMUTATIVE_FOLD, tests=DEVICE_TESTS,
+    dict(id="D03", kind="device", file=COMMUTATIVE_FOLD, tests=SPECIAL_VALUES,
          defect="block 0's fold skips the last tile partial",
          old="if (k < tiles && !warp_gave_up) {",
          new="if (k + 1 < tiles && !warp_gave_up) {"),
-    dict(id="D04", kind="device", file=REDUCE_KERNELS, tests=DEVICE_TESTS,
+    dict(id="D04", kind="device", file=REDUCE_KERNELS, tests=SPECIAL_VALUES,
          defect="the single pass applies init twice",
          old="""  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);""",
          new="""  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(init, total))))), handoff);"""),
-    dict(id="D05", kind="device", file=REDUCE_KERNELS, tests=DEVICE_TESTS,
+    dict(id="D05", kind="device", file=REDUCE_KERNELS, tests=SPECIAL_VALUES,
          defect="the tile pair never applies init",
          old="publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(partials[0], partials[1]))))), handoff);",
          new="publish(out, static_cast<Out>(static_cast<Acc>(op(partials[0], partials[1]))), handoff);"),
-    dict(id="D06", kind="device", file=REDUCE_KERNELS, tests=DEVICE_TESTS,
+    dict(id="D06", kind="device", file=REDUCE_KERNELS, tests=SPECIAL_VALUES,
          defect="the one-tile kernel never applies init",
          old="""    total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
   }
@@ -131,22 +142,44 @@ MUTANTS = [
          new="""    total = reduce_partial_tile_of_block<Acc, VW>(load, 0, n, op);
   }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(total), handoff);"""),
-    dict(id="D07", kind="device", file=ORDERED_TILE, tests=DEVICE_TESTS + ["test_operators"],
+    dict(id="D07", kind="device", file=ORDERED_TILE, tests=ORDERED_DEVICE,
          defect="the ordered tile's checked fold swaps its operands",
          old="        acc = valid ? static_cast<Acc>(op(acc, x)) : x;",
          new="        acc = valid ? static_cast<Acc>(op(x, acc)) : x;"),
-    dict(id="D08", kind="device", file=LOADS, tests=DEVICE_TESTS,
+    dict(id="D08", kind="device", file=LOADS, tests=SPECIAL_VALUES,
          defect="the element loader of fancy and misaligned inputs reads one element late",
          old="""  __device__ __forceinline__ V element(std::uint64_t i) const {
     return static_cast<V>(first_[static_cast<difference_type>(i)]);""",
          new="""  __device__ __forceinline__ V element(std::uint64_t i) const {
     return static_cast<V>(first_[static_cast<difference_type>(i + 1)]);"""),
-    dict(id="D10", kind="device", file=WARP, tests=DEVICE_TESTS + ["test_building_blocks"],
+    dict(id="D10", kind="device", file=WARP, tests=SPECIAL_VALUES,
          defect="the warp tree takes an empty lane's value instead of skipping it",
          old="if (other_valid) value = valid ? static_cast<T>(op(value, other)) : other;",
          new="value = valid ? static_cast<T>(op(value, other)) : other;"),
-    dict(id="D09", kind="device", file=LOADS, tests=DEVICE_TESTS,
+    dict(id="D09", kind="device", file=LOADS, tests=SPECIAL_VALUES,
          defect="an aligned vector chunk is read 16 bytes late",
          old="const uint4 raw = read_16_bytes(data + first, streaming);",
          new="const uint4 raw = read_16_bytes(data + first + VW, streaming);"),
+    dict(id="D11", kind="device", file=ORDERED_FOLD, tests=ORDERED_DEVICE,
+         defect="block 0's ordered fold of the tile partials takes each partial's operands swapped",
+         old="      acc = valid ? static_cast<Acc>(op(acc, value)) : value;",
+         new="      acc = valid ? static_cast<Acc>(op(value, acc)) : value;"),
+    dict(id="D12", kind="device", file=ATOMIC_KERNELS, tests=HUGE_RANGES,
+         defect="the atomic strategies drop every unit's result but the first one's",
+         old="""    while (stored.load(cuda::std::memory_order_acquire) == 0) {
+    }
+    atomic_combine(accumulator, value, op);""",
+         new="""    while (stored.load(cuda::std::memory_order_acquire) == 0) {
+    }"""),
+    dict(id="D13", kind="device", file=REDUCE_KERNELS, tests=HUGE_RANGES,
+         defect="the second launch of the two pass never applies init",
+         old="""                                                 false, gave_up);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);""",
+         new="""                                                 false, gave_up);
+  if (threadIdx.x == 0) publish(out, static_cast<Out>(total), handoff);"""),
+    dict(id="D14", kind="device", file=ATOMIC_KERNELS, tests=HUGE_RANGES,
+         defect="a warp-atomic unit contributes its lane 0's own fold instead of the warp's",
+         old="""    acc = tally::warp::reduce(acc, valid, op);
+    if (threadIdx.x % warp_threads == 0) {""",
+         new="""    if (threadIdx.x % warp_threads == 0) {"""),
 ]
