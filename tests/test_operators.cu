@@ -11,7 +11,14 @@
 #include "tally/tally.cuh"
 #include "tally/warp/reduce.cuh"
 
+#include <thrust/device_ptr.h>
+#include <thrust/device_vector.h>
 #include <thrust/functional.h>
+#include <thrust/iterator/constant_iterator.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/permutation_iterator.h>
+#include <thrust/iterator/reverse_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <cuda/functional>
 #include <cuda/std/functional>
@@ -25,6 +32,8 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -411,9 +420,14 @@ TEST(host_ordered, commutative_operators_keep_their_plan) {
   // unmarked sum takes the ordered one, which rounds differently on some of these inputs.
   seeded s(207);
   SCOPED_TRACE(s.trace());
+  // Mixed signs of zero mean over 24 binades: the partial sums cancel and round in every
+  // step, so that two orders of addition give other bits in nearly every round.
+  std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-12, 12);
   int ordered_sums_that_differ = 0;
-  for (int round = 0; round < 4; ++round) {
-    const auto f = random_values<float>(100003, s.rng);
+  for (int round = 0; round < 8; ++round) {
+    std::vector<float> f(100003);
+    for (auto& x : f) x = static_cast<float>(std::ldexp(mantissa(s.rng), exponent(s.rng)));
     const float fast = tally::reduce(tally::host, f.begin(), f.end(), 0.0f, tally::plus<float>{});
     EXPECT_EQ(bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.0f, tally::commutative(unmarked_float_plus{}))),
               bits_of(fast));
@@ -423,6 +437,313 @@ TEST(host_ordered, commutative_operators_keep_their_plan) {
       ++ordered_sums_that_differ;
   }
   EXPECT_GT(ordered_sums_that_differ, 0) << "the unmarked operator seems to take the commutative plan";
+}
+
+// ---- every algorithm that takes an operator, over every iterator kind it accepts ----
+//
+// reduce, reduce_into, transform_reduce (one range and two), inner_product, their range and
+// policy-free forms, and tally::fields with an order-preserving field, over every iterator
+// kind: each against std::accumulate's left fold of the values the kind yields. One value
+// type and one operator serve them all (and tuples of it for the field reductions), so that
+// each kind costs its own loader's kernels and little else to compile.
+
+// affine with constructors: from a multiplier and an addend, or from an integer by a hash
+// (splitmix64's finalizer), which is how a counting range yields maps: tally converts each
+// value to init's type as it reads it. Consecutive integers then give unrelated maps. Maps
+// read off the integers themselves (multiplier and addend packed in a word) would share one
+// multiplier and have addends in arithmetic progression: a fold of 3 * 2^20 of them did not
+// change when two adjacent tiles (4096 maps each) were swapped, in any of 600 trials.
+// Multipliers are odd (the maps are bijections), so a long fold never collapses to a constant
+// map.
+struct map_value : affine {
+  map_value() = default;
+  __host__ __device__ constexpr map_value(std::uint32_t m, std::uint32_t a) : affine{m, a} {}
+  __host__ __device__ constexpr map_value(std::uint64_t seed) : affine{0, 0} {
+    std::uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    mul = std::uint32_t(z >> 32) | 1u;
+    add = std::uint32_t(z);
+  }
+  bool operator!=(const map_value& o) const { return !(*this == o); }
+};
+
+struct map_then {  // affine_then: f, then g
+  __host__ __device__ map_value operator()(const map_value& f, const map_value& g) const {
+    const affine h = affine_then{}(f, g);
+    return {h.mul, h.add};
+  }
+};
+static_assert(!tally::is_commutative_v<map_then> && std::is_trivially_copyable_v<map_value>);
+
+// Transforms that make maps: of a 32-bit value, of an index, of a multiplier and an addend
+// (the two-range forms' transform_op: swapping its operands gives other maps), of a zip's
+// tuple of them, and none.
+struct map_of_value {
+  __host__ __device__ map_value operator()(std::uint32_t x) const { return {x | 1u, x * 0x9E3779B9u}; }
+};
+struct map_of_index {
+  __host__ __device__ map_value operator()(std::uint64_t i) const { return map_value(~i); }
+};
+struct map_of_pair {
+  __host__ __device__ map_value operator()(std::uint32_t mul, std::uint32_t add) const { return {mul | 1u, add}; }
+};
+struct map_of_tuple {
+  template <class Tuple>
+  __host__ __device__ map_value operator()(const Tuple& t) const {
+    return map_of_pair{}(cuda::std::get<0>(t), cuda::std::get<1>(t));
+  }
+};
+struct same_map {
+  __host__ __device__ map_value operator()(const map_value& f) const { return f; }
+};
+
+// Field reductions: the map field folded in order beside commutative fields, as a structure
+// of arrays (a zip), as an array of 24-byte tuples (read in 48-byte chunks on the device) and
+// as tuples made by transform_reduce.
+using weighted_map = cuda::std::tuple<map_value, std::uint64_t>;
+using tagged_map = cuda::std::tuple<map_value, std::uint64_t, std::uint64_t>;
+const auto map_and_sum = tally::fields(map_then{}, tally::plus<>{});
+const auto map_sum_and_max = tally::fields(map_then{}, tally::plus<>{}, tally::maximum<>{});
+static_assert(!tally::is_commutative_v<decltype(map_and_sum)> && !tally::is_commutative_v<decltype(map_sum_and_max)>);
+static_assert(sizeof(tagged_map) == 24 && tally::detail::array_chunk_width_v<tagged_map> == 2, "48-byte chunks");
+struct weigh_by_one {
+  __host__ __device__ weighted_map operator()(const map_value& f) const { return weighted_map(f, 1); }
+};
+
+// Results as std:: values, which compare and print.
+inline map_value comparable(const map_value& f) { return f; }
+inline std::tuple<map_value, std::uint64_t> comparable(const weighted_map& t) {
+  return {cuda::std::get<0>(t), cuda::std::get<1>(t)};
+}
+inline std::tuple<map_value, std::uint64_t, std::uint64_t> comparable(const tagged_map& t) {
+  return {cuda::std::get<0>(t), cuda::std::get<1>(t), cuda::std::get<2>(t)};
+}
+
+// One size's inputs: n random maps, whole and as their halves, a permutation, and where the
+// counting and constant ranges start.
+struct map_inputs {
+  map_value init;
+  std::vector<map_value> maps;
+  std::vector<std::uint32_t> muls, adds;  // maps[i] == map_value(muls[i], adds[i])
+  std::vector<std::uint32_t> perm;
+  std::uint64_t counting_first = 0, index_first = 0;
+  map_value constant;
+  std::uint32_t second_first = 0, second_constant = 0;  // the two-range forms' second range
+};
+
+map_inputs make_map_inputs(std::size_t n, std::mt19937_64& rng) {
+  map_inputs in;
+  in.init = map_value(rng());
+  in.constant = map_value(rng());
+  in.maps.resize(n);
+  in.muls.resize(n);
+  in.adds.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    in.maps[i] = map_value(rng());
+    in.muls[i] = in.maps[i].mul;
+    in.adds[i] = in.maps[i].add;
+  }
+  // A permutation within blocks of 1024 (the last, partial one reversed): as good a test of
+  // the permutation_iterator as a random one, and cheap to make and to read at every size.
+  const std::uint32_t stride = std::uint32_t(rng() % 512) * 2 + 1, offset = std::uint32_t(rng() % 1024);
+  in.perm.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t base = i / 1024 * 1024;
+    in.perm[i] = std::uint32_t(base + 1024 <= n ? base + (std::uint32_t(i - base) * stride + offset) % 1024
+                                                : n - 1 - (i - base));
+  }
+  in.counting_first = rng();
+  in.index_first = rng();
+  in.second_first = std::uint32_t(rng());
+  in.second_constant = std::uint32_t(rng());
+  return in;
+}
+
+// std::accumulate's left fold of value(0), ..., value(n - 1) from init: what a kind that
+// yields those values must give. Up to 2^16 + 3 values it also checks that folding with the
+// operands swapped gives another result: the operator does not commute on these inputs, so a
+// check against the fold sees the operands of any combination swapped (init's included). The
+// largest size's inputs come from the same generators.
+template <class Value>
+map_value fold_of(std::size_t n, const map_value& init, Value value) {
+  std::vector<map_value> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = value(i);
+  const map_value fold = std::accumulate(v.begin(), v.end(), init, map_then{});
+  const auto swapped = [](const map_value& a, const map_value& b) { return map_then{}(b, a); };
+  if (n > 0 && n <= (std::size_t(1) << 16) + 3)
+    EXPECT_NE(std::accumulate(v.begin(), v.end(), init, swapped), fold) << "the operator commutes on these inputs";
+  return fold;
+}
+
+// The left folds of every kind's values.
+struct map_folds {
+  map_value maps, values, counting, indexed, constant, permuted, reversed, counting_second, constant_second;
+};
+
+map_folds folds_of(const map_inputs& in) {
+  const std::size_t n = in.maps.size();
+  map_folds f;
+  f.maps = fold_of(n, in.init, [&](std::size_t i) { return in.maps[i]; });
+  f.values = fold_of(n, in.init, [&](std::size_t i) { return map_of_value{}(in.muls[i]); });
+  f.counting = fold_of(n, in.init, [&](std::size_t i) { return map_value(in.counting_first + i); });
+  f.indexed = fold_of(n, in.init, [&](std::size_t i) { return map_of_index{}(in.index_first + i); });
+  f.constant = fold_of(n, in.init, [&](std::size_t) { return in.constant; });
+  f.permuted = fold_of(n, in.init, [&](std::size_t i) { return in.maps[in.perm[i]]; });
+  f.reversed = fold_of(n, in.init, [&](std::size_t i) { return in.maps[n - 1 - i]; });
+  f.counting_second = fold_of(n, in.init, [&](std::size_t i) {
+    return map_of_pair{}(in.muls[i], in.second_first + static_cast<std::uint32_t>(i));
+  });
+  f.constant_second = fold_of(n, in.init, [&](std::size_t i) { return map_of_pair{}(in.muls[i], in.second_constant); });
+  return f;
+}
+
+// Empty; one tile, of one piece and of several; two tiles; several; then `many` (0: none).
+// A tile is 4096 maps, 8192 for the kinds made from 32-bit ranges (their plan follows the
+// base's element size). Every ordered kernel takes part: the one-block kernel of one and two
+// tiles, the single pass and the two pass.
+std::vector<std::size_t> kind_sizes(std::size_t many) {
+  std::vector<std::size_t> sizes = {0, 1, 1000, 5000, (std::size_t(1) << 13) + 17, (std::size_t(1) << 16) + 3};
+  if (many != 0) sizes.push_back(many);
+  return sizes;
+}
+// Many tiles: more than 256, so that the fold of the tile partials gives each thread several.
+// On the host 257 tiles of maps and no more: CI runs the host cases under valgrind and, at
+// -O0, under ASan and UBSan, where every element costs (with 3 * 2^20 + 5 maps, as on the
+// device, this program's sanitized run took 42 s instead of 8).
+constexpr std::size_t host_many_tiles = (std::size_t(1) << 20) + 5;
+
+// The field reductions' inputs and left folds.
+struct field_inputs {
+  std::vector<std::uint64_t> weights;
+  std::vector<tagged_map> tagged;  // (maps[i], weights[i], weights[i] ^ i)
+  weighted_map weighted_init;
+  tagged_map tagged_init;
+  weighted_map weighted_fold, indexed_fold, ones_fold;
+  tagged_map tagged_fold;
+};
+
+field_inputs make_field_inputs(const map_inputs& in, std::mt19937_64& rng) {
+  const std::size_t n = in.maps.size();
+  field_inputs f;
+  f.weighted_init = weighted_map(in.init, 5);
+  f.tagged_init = tagged_map(in.init, 5, 0);
+  std::vector<weighted_map> weighted(n), indexed(n), ones(n);
+  f.weights.resize(n);
+  f.tagged.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    f.weights[i] = rng() >> 8;
+    f.tagged[i] = tagged_map(in.maps[i], f.weights[i], f.weights[i] ^ i);
+    weighted[i] = weighted_map(in.maps[i], f.weights[i]);
+    indexed[i] = weighted_map(in.maps[i], i);
+    ones[i] = weighted_map(in.maps[i], 1);
+  }
+  f.weighted_fold = std::accumulate(weighted.begin(), weighted.end(), f.weighted_init, map_and_sum);
+  f.indexed_fold = std::accumulate(indexed.begin(), indexed.end(), f.weighted_init, map_and_sum);
+  f.ones_fold = std::accumulate(ones.begin(), ones.end(), f.weighted_init, map_and_sum);
+  f.tagged_fold = std::accumulate(f.tagged.begin(), f.tagged.end(), f.tagged_init, map_sum_and_max);
+  return f;
+}
+
+// reduce and reduce_into on the host over [first, first + n).
+template <class It, class Acc, class Op>
+void expect_host_reduce(It first, std::size_t n, const Acc& init, Op op, const Acc& want, const char* kind) {
+  SCOPED_TRACE(kind);
+  const It last = first + static_cast<std::ptrdiff_t>(n);
+  EXPECT_EQ(comparable(tally::reduce(tally::host, first, last, init, op)), comparable(want)) << "reduce";
+  std::vector<Acc> out(1);
+  tally::reduce_into(tally::host, first, last, out.begin(), init, op);
+  EXPECT_EQ(comparable(out[0]), comparable(want)) << "reduce_into";
+}
+
+TEST(host_ordered, every_algorithm_folds_in_order_over_every_iterator_kind) {
+  seeded s(208);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : kind_sizes(host_many_tiles)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const map_inputs in = make_map_inputs(n, s.rng);
+    const map_folds want = folds_of(in);
+    const map_then op;
+    const auto maps = in.maps.begin(), maps_end = in.maps.end();
+    const auto muls = in.muls.begin(), muls_end = in.muls.end();
+    const thrust::counting_iterator<std::uint64_t> indices(in.index_first);
+
+    expect_host_reduce(maps, n, in.init, op, want.maps, "std::vector iterator");
+    expect_host_reduce(in.maps.data(), n, in.init, op, want.maps, "pointer");
+    expect_host_reduce(thrust::counting_iterator<std::uint64_t>(in.counting_first), n, in.init, op, want.counting,
+                       "counting_iterator");
+    // Powers of one map commute: a constant range can only show where init goes.
+    expect_host_reduce(thrust::constant_iterator<map_value>(in.constant), n, in.init, op, want.constant,
+                       "constant_iterator");
+    expect_host_reduce(thrust::make_transform_iterator(muls, map_of_value{}), n, in.init, op, want.values,
+                       "transform_iterator");
+    expect_host_reduce(thrust::make_transform_iterator(indices, map_of_index{}), n, in.init, op, want.indexed,
+                       "transform_iterator over a counting_iterator");
+    expect_host_reduce(thrust::make_transform_iterator(tally::zip(muls, in.adds.begin()), map_of_tuple{}), n, in.init,
+                       op, want.maps, "transform_iterator over a zip_iterator");
+    expect_host_reduce(thrust::make_permutation_iterator(maps, in.perm.begin()), n, in.init, op, want.permuted,
+                       "permutation_iterator");
+    expect_host_reduce(in.maps.rbegin(), n, in.init, op, want.reversed, "std::reverse_iterator");
+    EXPECT_EQ(tally::reduce(thrust::host, maps, maps_end, in.init, op), want.maps) << "thrust::host";
+
+    // transform_reduce: its transform_iterator over each kind of base.
+    EXPECT_EQ(tally::transform_reduce(tally::host, muls, muls_end, map_of_value{}, in.init, op), want.values);
+    EXPECT_EQ(tally::transform_reduce(tally::host, indices, indices + n, map_of_index{}, in.init, op), want.indexed)
+        << "counting_iterator";
+    const auto pairs = tally::zip(muls, in.adds.begin());
+    EXPECT_EQ(tally::transform_reduce(tally::host, pairs, pairs + n, map_of_tuple{}, in.init, op), want.maps)
+        << "zip_iterator";
+    EXPECT_EQ(tally::transform_reduce(tally::host, in.maps.rbegin(), in.maps.rend(), same_map{}, in.init, op),
+              want.reversed)
+        << "std::reverse_iterator";
+
+    // Two ranges: transform_op pairs them in order, reduce_op (inner_product's op1) folds.
+    const thrust::counting_iterator<std::uint32_t> counting_second(in.second_first);
+    const thrust::constant_iterator<std::uint32_t> constant_second(in.second_constant);
+    EXPECT_EQ(tally::transform_reduce(tally::host, muls, muls_end, in.adds.begin(), in.init, op, map_of_pair{}),
+              want.maps);
+    EXPECT_EQ(tally::inner_product(tally::host, muls, muls_end, in.adds.begin(), in.init, op, map_of_pair{}),
+              want.maps);
+    EXPECT_EQ(tally::transform_reduce(tally::host, muls, muls_end, counting_second, in.init, op, map_of_pair{}),
+              want.counting_second);
+    EXPECT_EQ(tally::inner_product(tally::host, muls, muls_end, counting_second, in.init, op, map_of_pair{}),
+              want.counting_second);
+    EXPECT_EQ(tally::transform_reduce(tally::host, muls, muls_end, constant_second, in.init, op, map_of_pair{}),
+              want.constant_second);
+    EXPECT_EQ(tally::inner_product(tally::host, muls, muls_end, constant_second, in.init, op, map_of_pair{}),
+              want.constant_second);
+
+    // Ranges, and the forms without a policy (std::vector: the host).
+    EXPECT_EQ(tally::reduce(tally::host, in.maps, in.init, op), want.maps);
+    EXPECT_EQ(tally::reduce(in.maps, in.init, op), want.maps);
+    EXPECT_EQ(tally::transform_reduce(tally::host, in.muls, map_of_value{}, in.init, op), want.values);
+    EXPECT_EQ(tally::transform_reduce(in.muls, map_of_value{}, in.init, op), want.values);
+    EXPECT_EQ(tally::reduce(maps, maps_end, in.init, op), want.maps);
+    EXPECT_EQ(tally::transform_reduce(muls, muls_end, map_of_value{}, in.init, op), want.values);
+    EXPECT_EQ(tally::transform_reduce(muls, muls_end, in.adds.begin(), in.init, op, map_of_pair{}), want.maps);
+    EXPECT_EQ(tally::inner_product(muls, muls_end, in.adds.begin(), in.init, op, map_of_pair{}), want.maps);
+  }
+}
+
+TEST(host_ordered, field_reductions_fold_an_order_preserving_field_in_order) {
+  seeded s(209);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : kind_sizes(host_many_tiles)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const map_inputs in = make_map_inputs(n, s.rng);
+    const field_inputs f = make_field_inputs(in, s.rng);
+    const auto maps = in.maps.begin();
+    expect_host_reduce(tally::zip(maps, f.weights.begin()), n, f.weighted_init, map_and_sum, f.weighted_fold,
+                       "zip of two ranges");
+    expect_host_reduce(tally::zip(maps, thrust::counting_iterator<std::uint64_t>(0)), n, f.weighted_init, map_and_sum,
+                       f.indexed_fold, "zip of a range and a counting_iterator");
+    expect_host_reduce(f.tagged.begin(), n, f.tagged_init, map_sum_and_max, f.tagged_fold, "array of tuples");
+    EXPECT_EQ(comparable(tally::transform_reduce(tally::host, maps, in.maps.end(), weigh_by_one{}, f.weighted_init,
+                                                 map_and_sum)),
+              comparable(f.ones_fold))
+        << "transform_reduce making tuples";
+  }
 }
 
 // ---- device ----
@@ -575,6 +896,165 @@ TEST_F(device_ordered, warp_and_block_building_blocks_fold_in_thread_order) {
     for (int w = 0; w < 8; ++w)
       EXPECT_EQ(got_warp[b * 8 + w], std::accumulate(first + w * 32, first + w * 32 + 32, identity, mat2_product{}))
           << "block " << b << " warp " << w;
+  }
+}
+
+// ---- every algorithm that takes an operator, over every iterator kind it accepts ----
+
+// reduce and reduce_into on the device over [first, first + n).
+template <class It, class Acc, class Op>
+void expect_device_reduce(const tally::device_policy& policy, It first, std::size_t n, const Acc& init, Op op,
+                          const Acc& want, const char* kind) {
+  SCOPED_TRACE(kind);
+  const It last = first + static_cast<std::ptrdiff_t>(n);
+  EXPECT_EQ(comparable(tally::reduce(policy, first, last, init, op)), comparable(want)) << "reduce";
+  device_value<Acc> out;  // poisoned
+  tally::reduce_into(policy, first, last, out.get(), init, op);
+  EXPECT_EQ(comparable(out.read()), comparable(want)) << "reduce_into";
+}
+
+// 769 tiles of maps, 385 of the kinds made from 32-bit ranges.
+constexpr std::size_t device_many_tiles = 3 * (std::size_t(1) << 20) + 5;
+
+// The order-preserving plan's two strategies.
+const tally::device_policy ordered_strategies[] = {tally::device, tally::device.strategy(tally::strategy::two_pass)};
+
+std::string strategy_name(const tally::device_policy& policy) {
+  return policy.forced_strategy() == tally::strategy::two_pass ? "two pass" : "single pass";
+}
+
+TEST_F(device_ordered, every_algorithm_folds_in_order_over_every_iterator_kind) {
+  seeded s(307);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : kind_sizes(tally_test::under_sanitizer() ? 0 : device_many_tiles)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const map_inputs in = make_map_inputs(n, s.rng);
+    const map_folds want = folds_of(in);
+    const map_then op;
+    const device_buffer<map_value> maps(in.maps), maps_misaligned(in.maps, 1);
+    const device_buffer<std::uint32_t> muls(in.muls), muls_misaligned(in.muls, 1), adds(in.adds),
+        adds_misaligned(in.adds, 3), perm(in.perm);
+    const thrust::device_vector<map_value> maps_vector(in.maps.begin(), in.maps.end());
+    const thrust::device_vector<std::uint32_t> muls_vector(in.muls.begin(), in.muls.end());
+    const thrust::device_vector<std::uint32_t> adds_vector(in.adds.begin(), in.adds.end());
+    const thrust::counting_iterator<std::uint64_t> indices(in.index_first);
+    const thrust::counting_iterator<std::uint32_t> counting_second(in.second_first);
+    const thrust::constant_iterator<std::uint32_t> constant_second(in.second_constant);
+
+    for (const tally::device_policy& policy : ordered_strategies) {
+      SCOPED_TRACE(strategy_name(policy));
+      expect_device_reduce(policy, maps.data(), n, in.init, op, want.maps, "pointer");
+      expect_device_reduce(policy, maps_misaligned.data(), n, in.init, op, want.maps, "pointer, misaligned");
+      expect_device_reduce(policy, thrust::device_pointer_cast(maps.data()), n, in.init, op, want.maps,
+                           "thrust::device_ptr");
+      expect_device_reduce(policy, maps_vector.begin(), n, in.init, op, want.maps, "device_vector iterator");
+      expect_device_reduce(policy, thrust::counting_iterator<std::uint64_t>(in.counting_first), n, in.init, op,
+                           want.counting, "counting_iterator");
+      expect_device_reduce(policy, thrust::constant_iterator<map_value>(in.constant), n, in.init, op, want.constant,
+                           "constant_iterator");
+      expect_device_reduce(policy, thrust::make_transform_iterator(muls.data(), map_of_value{}), n, in.init, op,
+                           want.values, "transform_iterator");
+      expect_device_reduce(policy, thrust::make_transform_iterator(muls_misaligned.data(), map_of_value{}), n, in.init,
+                           op, want.values, "transform_iterator, misaligned");
+      expect_device_reduce(policy, thrust::make_transform_iterator(indices, map_of_index{}), n, in.init, op,
+                           want.indexed, "transform_iterator over a counting_iterator");
+      for (std::uint32_t* first : {muls.data(), muls_misaligned.data()}) {
+        expect_device_reduce(policy, thrust::make_transform_iterator(tally::zip(first, adds.data()), map_of_tuple{}), n,
+                             in.init, op, want.maps,
+                             first == muls.data() ? "transform_iterator over a zip_iterator"
+                                                  : "transform_iterator over a zip_iterator, one base misaligned");
+      }
+      expect_device_reduce(policy, thrust::make_permutation_iterator(maps.data(), perm.data()), n, in.init, op,
+                           want.permuted, "permutation_iterator");
+      expect_device_reduce(policy, thrust::make_reverse_iterator(maps.end()), n, in.init, op, want.reversed,
+                           "thrust::reverse_iterator");
+
+      // transform_reduce: its transform_iterator over each kind of base.
+      EXPECT_EQ(tally::transform_reduce(policy, muls.begin(), muls.end(), map_of_value{}, in.init, op), want.values)
+          << "pointer";
+      EXPECT_EQ(tally::transform_reduce(policy, muls_misaligned.begin(), muls_misaligned.end(), map_of_value{}, in.init,
+                                        op),
+                want.values)
+          << "pointer, misaligned";
+      EXPECT_EQ(tally::transform_reduce(policy, indices, indices + n, map_of_index{}, in.init, op), want.indexed)
+          << "counting_iterator";
+      for (std::uint32_t* first : {muls.data(), muls_misaligned.data()}) {
+        const auto pairs = tally::zip(first, adds.data());
+        EXPECT_EQ(tally::transform_reduce(policy, pairs, pairs + n, map_of_tuple{}, in.init, op), want.maps)
+            << "zip_iterator, " << (first == muls.data() ? "aligned" : "one base misaligned");
+      }
+      EXPECT_EQ(tally::transform_reduce(policy, thrust::make_reverse_iterator(maps.end()),
+                                        thrust::make_reverse_iterator(maps.begin()), same_map{}, in.init, op),
+                want.reversed)
+          << "thrust::reverse_iterator";
+
+      // Two ranges, both aligned (16-byte loads of each) or not (element by element), or a
+      // second range of counting or constant values; transform_reduce and inner_product.
+      for (std::uint32_t* first : {muls.data(), muls_misaligned.data()}) {
+        for (std::uint32_t* second : {adds.data(), adds_misaligned.data()}) {
+          SCOPED_TRACE(std::string(first == muls.data() ? "first aligned" : "first misaligned") +
+                       (second == adds.data() ? ", second aligned" : ", second misaligned"));
+          EXPECT_EQ(tally::transform_reduce(policy, first, first + n, second, in.init, op, map_of_pair{}), want.maps);
+          EXPECT_EQ(tally::inner_product(policy, first, first + n, second, in.init, op, map_of_pair{}), want.maps);
+        }
+      }
+      EXPECT_EQ(tally::transform_reduce(policy, muls.begin(), muls.end(), counting_second, in.init, op, map_of_pair{}),
+                want.counting_second);
+      EXPECT_EQ(tally::inner_product(policy, muls.begin(), muls.end(), counting_second, in.init, op, map_of_pair{}),
+                want.counting_second);
+      EXPECT_EQ(tally::transform_reduce(policy, muls.begin(), muls.end(), constant_second, in.init, op, map_of_pair{}),
+                want.constant_second);
+      EXPECT_EQ(tally::inner_product(policy, muls.begin(), muls.end(), constant_second, in.init, op, map_of_pair{}),
+                want.constant_second);
+    }
+
+    // Ranges, and the forms without a policy (device_vector: the device; a device range beside
+    // a counting range, of any system: the device).
+    EXPECT_EQ(tally::reduce(thrust::device, maps.begin(), maps.end(), in.init, op), want.maps) << "thrust::device";
+    EXPECT_EQ(tally::reduce(tally::device, maps_vector, in.init, op), want.maps);
+    EXPECT_EQ(tally::reduce(maps_vector, in.init, op), want.maps);
+    EXPECT_EQ(tally::transform_reduce(tally::device, muls_vector, map_of_value{}, in.init, op), want.values);
+    EXPECT_EQ(tally::transform_reduce(muls_vector, map_of_value{}, in.init, op), want.values);
+    EXPECT_EQ(tally::reduce(maps_vector.begin(), maps_vector.end(), in.init, op), want.maps);
+    EXPECT_EQ(tally::transform_reduce(muls_vector.begin(), muls_vector.end(), map_of_value{}, in.init, op),
+              want.values);
+    EXPECT_EQ(tally::transform_reduce(muls_vector.begin(), muls_vector.end(), adds_vector.begin(), in.init, op,
+                                      map_of_pair{}),
+              want.maps);
+    EXPECT_EQ(tally::inner_product(muls_vector.begin(), muls_vector.end(), adds_vector.begin(), in.init, op,
+                                   map_of_pair{}),
+              want.maps);
+    EXPECT_EQ(tally::inner_product(muls_vector.begin(), muls_vector.end(), counting_second, in.init, op, map_of_pair{}),
+              want.counting_second);
+  }
+}
+
+TEST_F(device_ordered, field_reductions_fold_an_order_preserving_field_in_order) {
+  seeded s(308);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : kind_sizes(tally_test::under_sanitizer() ? 0 : device_many_tiles)) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const map_inputs in = make_map_inputs(n, s.rng);
+    const field_inputs f = make_field_inputs(in, s.rng);
+    const device_buffer<map_value> maps(in.maps), maps_misaligned(in.maps, 1);
+    const device_buffer<std::uint64_t> weights(f.weights);
+    const device_buffer<tagged_map> tagged(f.tagged), tagged_misaligned(f.tagged, 1);
+    for (const tally::device_policy& policy : ordered_strategies) {
+      SCOPED_TRACE(strategy_name(policy));
+      expect_device_reduce(policy, tally::zip(maps.data(), weights.data()), n, f.weighted_init, map_and_sum,
+                           f.weighted_fold, "zip of two ranges");
+      expect_device_reduce(policy, tally::zip(maps_misaligned.data(), weights.data()), n, f.weighted_init, map_and_sum,
+                           f.weighted_fold, "zip of two ranges, one misaligned");
+      expect_device_reduce(policy, tally::zip(maps.data(), thrust::counting_iterator<std::uint64_t>(0)), n,
+                           f.weighted_init, map_and_sum, f.indexed_fold, "zip of a range and a counting_iterator");
+      expect_device_reduce(policy, tagged.data(), n, f.tagged_init, map_sum_and_max, f.tagged_fold, "array of tuples");
+      expect_device_reduce(policy, tagged_misaligned.data(), n, f.tagged_init, map_sum_and_max, f.tagged_fold,
+                           "array of tuples, misaligned");
+      EXPECT_EQ(comparable(tally::transform_reduce(policy, maps.begin(), maps.end(), weigh_by_one{}, f.weighted_init,
+                                                   map_and_sum)),
+                comparable(f.ones_fold))
+          << "transform_reduce making tuples";
+    }
   }
 }
 
