@@ -47,7 +47,7 @@ TYPED_TEST(host_reduce, sum_min_max_at_every_boundary_size) {
 
     const T sum = tally::reduce(tally::host, v.begin(), v.end(), init);
     if constexpr (std::is_floating_point_v<T>) {
-      EXPECT_NEAR(double(sum), double(reference_sum<T>(v, 0, n, init)), tally_test::sum_error_bound(v, 0, n, init));
+      TALLY_EXPECT_SUM_NEAR(sum, reference_sum<T>(v, 0, n, init), tally_test::sum_error_bound(v, 0, n, init));
     } else {
       EXPECT_EQ(sum, reference_sum<T>(v, 0, n, init));
     }
@@ -153,10 +153,27 @@ TEST(host_reduce_semantics, reversed_range_throws_invalid_argument) {
 
 }  // namespace
 
+#include "support/plan_cases.cuh"
 #include "support/plan_oracle.cuh"
+
+// The oracle states the plan with constants of its own, so that a change to the library's
+// plan is a difference the tests see; these say which change it was.
+static_assert(tally_test::oracle::block_threads == std::uint64_t(tally::detail::block_threads), "the plan's block");
+static_assert(tally_test::oracle::warp_lanes == std::uint64_t(tally::detail::warp_threads), "the plan's warp");
+static_assert(tally_test::oracle::loads_per_step == std::uint64_t(tally::detail::loads_per_step), "the plan's step");
+static_assert(tally_test::oracle::chunk_width(1) == tally::detail::vector_width_v<std::uint8_t> &&
+                  tally_test::oracle::chunk_width(12) == tally::detail::vector_width_v<float3>,
+              "the plan's 16-byte chunks");
+static_assert(tally_test::oracle::wide_chunk_bytes == std::uint64_t(tally::detail::wide_chunk_bytes),
+              "the plan's 48-byte chunks");
+static_assert(tally_test::oracle::max_tiles == tally::detail::plan_max_tiles, "the plan's tile cap");
+static_assert(tally_test::oracle::order_free_max_tiles == tally::detail::order_free_max_tiles,
+              "the order-free plan's tile cap");
 
 namespace {
 
+namespace oracle = tally_test::oracle;
+namespace plan_cases = tally_test::plan_cases;
 
 TEST(host_backend_follows_the_plan, same_bits_as_the_plan_oracle) {
   seeded s(16);
@@ -168,13 +185,13 @@ TEST(host_backend_follows_the_plan, same_bits_as_the_plan_oracle) {
     SCOPED_TRACE("n = " + std::to_string(n));
     const auto f = random_values<float>(n, s.rng);
     EXPECT_EQ(bits_of(tally::reduce(tally::host, f.begin(), f.end(), 0.25f)),
-              bits_of(tally_test::oracle::reduce(f, 0.25f, std::plus<float>{})));
+              bits_of(oracle::commutative(f, oracle::chunk_width(sizeof(float)), 0.25f, std::plus<float>{})));
     const auto d = random_values<double>(n, s.rng);
     EXPECT_EQ(bits_of(tally::reduce(tally::host, d.begin(), d.end(), -1.5)),
-              bits_of(tally_test::oracle::reduce(d, -1.5, std::plus<double>{})));
+              bits_of(oracle::commutative(d, oracle::chunk_width(sizeof(double)), -1.5, std::plus<double>{})));
     const auto u = random_values<unsigned>(n, s.rng);
     EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 7u, order_witness{}),
-              tally_test::oracle::reduce(u, 7u, order_witness{}));
+              oracle::commutative(u, oracle::chunk_width(sizeof(unsigned)), 7u, order_witness{}));
   }
 }
 
@@ -185,9 +202,48 @@ TEST(host_backend_follows_the_plan, multi_step_tiles_match_the_oracle) {
   const std::size_t n = std::size_t(4) * tally::detail::plan_max_tiles * 2048 + 12345;
   const auto u = random_values<unsigned long long>(n, s.rng);
   ASSERT_GT(tally::detail::make_plan_for<unsigned long long>(n).steps_per_tile, 1u);
-  EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 3ull,
-                          tally::commutative([](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; })),
-            tally_test::oracle::reduce(u, 3ull, [](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; }));
+  const auto op = [](unsigned long long a, unsigned long long b) { return a * 1000003ull + b; };
+  EXPECT_EQ(tally::reduce(tally::host, u.begin(), u.end(), 3ull, tally::commutative(op)),
+            oracle::commutative(u, oracle::chunk_width(sizeof(unsigned long long)), 3ull, op));
+}
+
+// The oracle's cases (support/plan_cases.cuh) on the host backend; test_reduce_device.cu runs
+// the same on the device. Under a sanitizer only the small sizes.
+struct host_side {
+  // The vector's own iterators: the float and double sums then share their instantiations
+  // with the tests above.
+  template <class E>
+  struct buffer {
+    typename std::vector<E>::const_iterator first;
+    buffer(const std::vector<E>& values, std::size_t) : first(values.begin()) {}
+    typename std::vector<E>::const_iterator begin() const { return first; }
+  };
+  // The host backend reads every input element by element; alignment means nothing to it.
+  static std::vector<std::size_t> offsets() { return {0}; }
+  template <class It, class T, class Op>
+  static T reduce(It first, It last, T init, Op op) {
+    return tally::reduce(tally::host, first, last, init, op);
+  }
+  template <class It>
+  static std::int64_t min_element_index(It first, It last) {
+    return tally::min_element(tally::host, first, last) - first;
+  }
+};
+
+TEST(host_backend_follows_the_plan, commutative_sums_match_the_oracle) {
+  plan_cases::commutative_sums<host_side>(!tally_test::under_sanitizer());
+}
+
+TEST(host_backend_follows_the_plan, ordered_operator_matches_the_oracle) {
+  plan_cases::ordered_operator<host_side>(!tally_test::under_sanitizer());
+}
+
+TEST(host_backend_follows_the_plan, order_free_operators_match_the_oracle) {
+  plan_cases::order_free_operators<host_side>(!tally_test::under_sanitizer());
+}
+
+TEST(host_backend_follows_the_plan, every_loader_matches_the_oracle) {
+  plan_cases::every_loader<host_side>(!tally_test::under_sanitizer());
 }
 
 }  // namespace
