@@ -245,8 +245,9 @@ bool run_case(const random_case& c, std::mt19937_64& rng, void* device_memory) {
   long double exact = 0;
   T expected{};
   if (std::is_floating_point_v<T> && sum) {
-    exact = init;
-    for (std::size_t i = 0; i < c.n; ++i) exact += host_first[i];
+    tally_test::accurate_sum reference(init);
+    for (std::size_t i = 0; i < c.n; ++i) reference.add(host_first[i]);
+    exact = reference.value();
     bound = tally_test::sum_error_bound(all, c.offset, c.offset + c.n, double(init));
     EXPECT_LE(std::abs(double(host) - double(exact)), bound) << "host";
     ++census.sums;
