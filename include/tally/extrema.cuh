@@ -6,7 +6,8 @@
 //   It max_element(policy, first, last[, comp])      the first of the largest elements
 //   thrust::pair<It, It> minmax_element(policy, first, last[, comp])
 //                                                    the first of the smallest and the
-//                                                    last of the largest (std's rule)
+//                                                    first of the largest (Thrust's rule;
+//                                                    std::minmax_element takes the last)
 //   each also without a policy: host or device from the iterator's system.
 //   comp defaults to thrust::less<value_type>; an empty range returns last ({last, last}).
 //
@@ -108,13 +109,13 @@ struct keep_min_and_max {
   template <class Index>
   __host__ __device__ min_and_max<V, Index> operator()(const min_and_max<V, Index>& a,
                                                        const min_and_max<V, Index>& b) const {
-    return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_last_max<V, Comp>{comp}(a.max, b.max)};
+    return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_first_max<V, Comp>{comp}(a.max, b.max)};
   }
   template <class Index>
   __host__ __device__ min_and_max<V, Index> combine_in_order(const min_and_max<V, Index>& a,
                                                              const min_and_max<V, Index>& b) const {
     return {keep_first_min<V, Comp>{comp}.combine_in_order(a.min, b.min),
-            keep_last_max<V, Comp>{comp}.combine_in_order(a.max, b.max)};
+            keep_first_max<V, Comp>{comp}.combine_in_order(a.max, b.max)};
   }
 };
 

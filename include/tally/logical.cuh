@@ -21,7 +21,7 @@ namespace detail {
 // a forced atomic strategy run, bit_or being exact.
 template <class Pred, bool Negate>
 struct predicate_answer {
-  Pred pred;
+  mutable Pred pred;  // its operator() need not be const (as in Thrust)
   // pred may be host-only (a plain lambda) under a host policy; the device instantiation
   // is then never used, so nvcc need not check it.
 #pragma nv_exec_check_disable

@@ -111,8 +111,11 @@ Acc reduce_impl(const host_policy& policy, It first, It last, Acc init, Op op) {
 template <class Acc, class It, class Op>
 Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
-  static_assert(std::is_trivially_copyable_v<Acc>, "tally: a device reduction needs a trivially copyable init type");
-  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !std::is_trivially_copyable_v<Acc>) {
+  static_assert(moves_as_bytes_v<Acc>,
+                "tally: a device reduction moves init's type as bytes, so it must be trivially copyable, or "
+                "copy-constructible and trivially destructible (a type that owns nothing); reduce into a plain "
+                "value type instead");
+  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc>) {
     return init;  // not compiled further: a check above has failed
   } else {
     algorithm_scope scope("reduce");

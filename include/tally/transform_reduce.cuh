@@ -6,8 +6,9 @@
 //
 //   T transform_reduce(policy, first, last, unary_op, T init, binary_op)       Thrust's form
 //   T transform_reduce(policy, first1, last1, first2, T init)                  std:: form: sum of products
+//                                                                             in the elements' type
 //   T transform_reduce(policy, first1, last1, first2, T init, reduce_op, transform_op)
-//   T inner_product(policy, first1, last1, first2, T init)
+//   T inner_product(policy, first1, last1, first2, T init)                    products in T, as Thrust
 //   T inner_product(policy, first1, last1, first2, T init, op1, op2)           op1 folds, op2 pairs
 //   difference_type count(policy, first, last, value)
 //   difference_type count_if(policy, first, last, pred)
@@ -31,7 +32,9 @@ namespace detail {
 
 template <class Pred, class Count>
 struct count_predicate {
-  Pred pred;
+  mutable Pred pred;  // its operator() need not be const (as in Thrust)
+  // pred may be host-only under a host policy; the device instantiation is then never used.
+#pragma nv_exec_check_disable
   template <class V>
   __host__ __device__ Count operator()(const V& x) const {
     return pred(x) ? Count(1) : Count(0);
@@ -41,6 +44,8 @@ struct count_predicate {
 template <class V>
 struct equal_to_value {
   V value;
+  // V's operator== may be host-only under a host policy.
+#pragma nv_exec_check_disable
   template <class X>
   __host__ __device__ bool operator()(const X& x) const {
     return x == value;
@@ -156,9 +161,13 @@ T inner_product(const Policy& policy, It1 first1, It1 last1, It2 first2, T init,
   return detail::transform_reduce_pairs(policy, first1, last1, first2, init, op1, op2, "inner_product");
 }
 
+// Thrust's meaning: the products are taken in init's type (thrust::multiplies<T>), so an
+// int range with a long long init multiplies without overflow. transform_reduce's two-range
+// form above keeps std::transform_reduce's std::multiplies<> instead: the two differ on
+// purpose (docs/thrust.md).
 template <class Policy, class It1, class It2, class T, detail::enable_if_policy_t<Policy> = 0>
 T inner_product(const Policy& policy, It1 first1, It1 last1, It2 first2, T init) {
-  return detail::transform_reduce_pairs(policy, first1, last1, first2, init, plus<T>{}, multiplies<>{},
+  return detail::transform_reduce_pairs(policy, first1, last1, first2, init, plus<T>{}, multiplies<T>{},
                                         "inner_product");
 }
 
