@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <utility>
 #include <iomanip>
 #include <random>
 #include <limits>
@@ -286,6 +289,13 @@ inline std::vector<std::size_t> boundary_sizes() {
   return {0,    1,    2,    3,    4,    5,    7,     31,    32,    33,        255,
           256,  257,  511,  512,  513,  1023, 1024,  1025,  2047,  2048,      2049,
           4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 65536 + 3, (std::size_t(1) << 20) + 7};
+}
+
+// thrust::minmax_element's answer, which tally's follows: the first of the smallest and the
+// first of the largest (std::minmax_element takes the last of the largest).
+template <class It, class Comp = std::less<>>
+std::pair<It, It> first_min_first_max(It first, It last, Comp comp = {}) {
+  return {std::min_element(first, last, comp), std::max_element(first, last, comp)};
 }
 
 }  // namespace tally_test
