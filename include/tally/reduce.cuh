@@ -159,6 +159,30 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
   }
 }
 
+// The _into forms of the family (transform_reduce_into, min_element_into, all_of_into, ...):
+// one reduce_into whose result is converted as it is written. Writer<E> is laid out as the
+// output element E (or as several, for minmax_element_into's two positions) and is
+// constructed from the accumulator, so the kernels write it as they write any result: in the
+// same launch, with no host synchronization. Errors name `algorithm`.
+template <class OutIt>
+using output_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(std::declval<OutIt>()))>>;
+
+template <template <class> class Writer, class Acc, class It, class OutIt, class Op>
+void reduce_into_through(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op,
+                         const char* algorithm) {
+  static_assert(is_contiguous_v<OutIt>,
+                "tally: out must be a pointer, thrust::device_ptr or a device_vector iterator for the _into forms");
+  if constexpr (is_contiguous_v<OutIt>) {
+    using element = output_element_t<OutIt>;
+    using writer = Writer<element>;
+    static_assert(sizeof(writer) % sizeof(element) == 0 && alignof(writer) == alignof(element),
+                  "a writer is laid out as output elements");
+    algorithm_scope scope(algorithm);
+    auto* target = reinterpret_cast<writer*>(const_cast<element*>(raw_pointer(out)));
+    reduce_into_impl(policy, first, last, target, init, op);
+  }
+}
+
 template <class It>
 auto policy_for_iterator() {
   if constexpr (is_device_iterator_v<It>) {
