@@ -98,6 +98,25 @@ std::vector<T> random_values(std::size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+// Values whose sum's bits depend on the order of the additions almost always: a mean of zero
+// and magnitudes over 16 binades, so that partial sums cancel and round differently in any
+// other order. For checks of bits alone (device against host, run against run, grid against
+// grid), which a change to the plan's order must fail; with random_values' positive lean the
+// sum rounds the same in most orders, and such a change passed most seeds. Bound checks keep
+// random_values, whose sums stand clear of their bounds. Integers: random_values.
+template <class T>
+std::vector<T> order_sensitive_values(std::size_t n, std::mt19937_64& rng) {
+  if constexpr (std::is_floating_point_v<T>) {
+    std::vector<T> v(n);
+    std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+    std::uniform_int_distribution<int> exponent(-8, 8);
+    for (auto& x : v) x = static_cast<T>(std::ldexp(mantissa(rng), exponent(rng)));
+    return v;
+  } else {
+    return random_values<T>(n, rng);
+  }
+}
+
 // A sum of floating-point values as accurate as the references need, whatever long double is:
 // Neumaier's compensated sum in long double. Where long double has 64 bits of significand it
 // is far more than enough; under valgrind, which computes long double in double precision, the
