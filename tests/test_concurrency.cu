@@ -72,7 +72,7 @@ std::string run_every_algorithm(cudaStream_t stream, std::size_t n, std::mt19937
     return "min_element" + at;
 
   const auto both = tally::minmax_element(policy, first, last);
-  const auto expected = std::minmax_element(v.begin(), v.end());
+  const auto expected = tally_test::first_min_first_max(v.begin(), v.end());
   if (both.first - first != expected.first - v.begin() || both.second - first != expected.second - v.begin())
     return "minmax_element" + at;
 

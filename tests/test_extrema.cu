@@ -77,7 +77,7 @@ struct positions {
 
 template <class It, class Comp>
 positions std_positions(It first, It last, Comp comp) {
-  const auto both = std::minmax_element(first, last, comp);
+  const auto both = tally_test::first_min_first_max(first, last, comp);
   return {std::min_element(first, last, comp) - first, std::max_element(first, last, comp) - first,
           both.first - first, both.second - first};
 }

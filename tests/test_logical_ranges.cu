@@ -276,7 +276,7 @@ void expect_range_forms_match(const Policy& policy, Range& range, const std::vec
   EXPECT_EQ(tally::max_element(policy, range, greater_than{}) - first,
             std::max_element(ref_first, ref_last, greater_than{}) - ref_first);
   const auto both = tally::minmax_element(policy, range);
-  const auto expected_both = std::minmax_element(ref_first, ref_last);
+  const auto expected_both = tally_test::first_min_first_max(ref_first, ref_last);
   EXPECT_EQ(both.first - first, expected_both.first - ref_first);
   EXPECT_EQ(both.second - first, expected_both.second - ref_first);
   expect_same({tally::all_of(policy, range, is_negative{}), tally::any_of(policy, range, is_negative{}),
@@ -302,7 +302,7 @@ void expect_policy_free_range_forms_match(Range& range, const std::vector<double
             std::min_element(ref_first, ref_last, greater_than{}) - ref_first);
   EXPECT_EQ(tally::max_element(range) - first, std::max_element(ref_first, ref_last) - ref_first);
   const auto both = tally::minmax_element(range, greater_than{});
-  const auto expected_both = std::minmax_element(ref_first, ref_last, greater_than{});
+  const auto expected_both = tally_test::first_min_first_max(ref_first, ref_last, greater_than{});
   EXPECT_EQ(both.first - first, expected_both.first - ref_first);
   EXPECT_EQ(both.second - first, expected_both.second - ref_first);
   expect_same({tally::all_of(range, is_negative{}), tally::any_of(range, is_negative{}),
@@ -342,7 +342,7 @@ TEST(ranges_host_semantics, arrays_and_temporaries) {
   int array[5] = {4, -2, 9, -2, 9};
   EXPECT_EQ(tally::reduce(array), 18);
   EXPECT_EQ(tally::min_element(array), array + 1);
-  EXPECT_EQ(tally::minmax_element(tally::host, array).second, array + 4);
+  EXPECT_EQ(tally::minmax_element(tally::host, array).second, array + 2);  // the first 9, as Thrust
   EXPECT_EQ(tally::count(array, 9), 2);
   EXPECT_EQ(tally::reduce(tally::host, std::vector<int>{1, 2, 3}, 10), 16);
   EXPECT_TRUE(tally::all_of(std::vector<float>(10, -1.0f), is_negative{}));

@@ -21,6 +21,8 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cuda/functional>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda/std/functional>
 
 #include <algorithm>
@@ -291,6 +293,31 @@ TEST(identities, every_operator_leaves_the_other_operand_unchanged) {
   expect_every_identity<unsigned long long>(s.rng);
   expect_every_identity<float>(s.rng);
   expect_every_identity<double>(s.rng);
+}
+
+// CUDA's 16-bit floating-point types: +0, 1 and the infinities, as for float, and each leaves
+// every finite and infinite value of the type unchanged (compared through float, which holds
+// every half and bfloat16 value exactly).
+template <class H>
+void expect_half_identities(float (*to_float)(H), H (*from_float)(float)) {
+  EXPECT_EQ(bits_of(to_float(tally::identity_of<H>(tally::plus<>{}))), bits_of(0.0f));
+  EXPECT_EQ(to_float(tally::identity_of<H>(tally::multiplies<>{})), 1.0f);
+  EXPECT_EQ(to_float(tally::identity_of<H>(tally::minimum<>{})), INFINITY);
+  EXPECT_EQ(to_float(tally::identity_of<H>(tally::maximum<>{})), -INFINITY);
+  for (float x : {-3.5f, -0.0f, 0.0f, 1.0f, 0.125f, 65504.0f, -INFINITY, INFINITY}) {
+    const H h = from_float(x);
+    EXPECT_EQ(bits_of(to_float(tally::plus<>{}(tally::identity_of<H>(tally::plus<>{}), h))),
+              bits_of(x == 0.0f ? 0.0f : to_float(h)))  // +0 + -0 is +0
+        << x;
+    EXPECT_EQ(to_float(tally::minimum<>{}(tally::identity_of<H>(tally::minimum<>{}), h)), to_float(h)) << x;
+    EXPECT_EQ(to_float(tally::maximum<>{}(tally::identity_of<H>(tally::maximum<>{}), h)), to_float(h)) << x;
+  }
+}
+
+TEST(identities, half_and_bfloat16_take_floats_identities) {
+  expect_half_identities<__half>([](__half h) { return __half2float(h); }, [](float x) { return __float2half(x); });
+  expect_half_identities<__nv_bfloat16>([](__nv_bfloat16 h) { return __bfloat162float(h); },
+                                        [](float x) { return __float2bfloat16(x); });
 }
 
 TEST(identities, tuple_likes_take_each_fields_identity) {

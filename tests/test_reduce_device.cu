@@ -23,6 +23,7 @@ using tally_test::bits_of;
 using tally_test::device_buffer;
 using tally_test::device_value;
 using tally_test::random_values;
+using tally_test::order_sensitive_values;
 using tally_test::reference_sum;
 using tally_test::seeded;
 
@@ -79,6 +80,12 @@ TYPED_TEST(device_reduce, sum_min_max_at_every_boundary_size_equal_the_host_bit_
     const T hi = tally::reduce(tally::device, d.begin(), d.end(), init, thrust::maximum<T>{});
     EXPECT_EQ(lo, std::min(init, n ? *std::min_element(v.begin(), v.end()) : init));
     EXPECT_EQ(hi, std::max(init, n ? *std::max_element(v.begin(), v.end()) : init));
+    if constexpr (std::is_floating_point_v<T>) {  // bits alone, on inputs whose order shows
+      const auto w = order_sensitive_values<T>(n, s.rng);
+      device_buffer<T> e(w);
+      EXPECT_EQ(bits_of(tally::reduce(tally::device, e.begin(), e.end(), init)),
+                bits_of(tally::reduce(tally::host, w.begin(), w.end(), init)));
+    }
   }
 }
 
@@ -91,7 +98,7 @@ TYPED_TEST(device_reduce, random_sizes_and_misaligned_starts_equal_the_host_bit_
     const std::size_t n = size(s.rng);
     const std::size_t offset = i % 4;  // 0: 16-byte aligned; 1..3: element-misaligned starts
     SCOPED_TRACE("n = " + std::to_string(n) + ", offset = " + std::to_string(offset));
-    const auto v = random_values<T>(n, s.rng);
+    const auto v = order_sensitive_values<T>(n, s.rng);  // bits alone are checked for floats
     device_buffer<T> d(v, offset);
     device_value<T> out;
     tally::reduce_into(tally::device, d.begin(), d.end(), out.get(), T(1), tally::plus<T>{});
@@ -108,7 +115,7 @@ TEST_F(device_determinism, same_bits_over_repeated_runs_and_any_grid_size) {
   for (std::size_t n : {std::size_t(5000), std::size_t(1) << 18, largest}) {
     seeded s(300 + n);
     SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
-    const auto v = random_values<float>(n, s.rng);
+    const auto v = order_sensitive_values<float>(n, s.rng);
     device_buffer<float> d(v);
     const float host = tally::reduce(tally::host, v.begin(), v.end(), 0.0f);
     for (int run = 0; run < (light ? 5 : 50); ++run)

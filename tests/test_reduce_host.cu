@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <numeric>
+#include <set>
+#include <thread>
 #include <type_traits>
 
 // Order-sensitive, non-associative on purpose: any difference in the order of operations
@@ -129,6 +132,38 @@ TEST(host_reduce_semantics, accepts_thrust_policies_functors_and_lambdas) {
   EXPECT_EQ(tally::reduce(v.begin(), v.end(), 1, [](int a, int b) { return a + b; }), expected);
   EXPECT_EQ(tally::reduce(v.begin(), v.end(), std::numeric_limits<int>::min(), thrust::maximum<int>{}),
             *std::max_element(v.begin(), v.end()));
+}
+
+// Adds, and records which threads called it: each thread once, under a lock.
+struct thread_recording_plus {
+  std::mutex* lock;
+  std::set<std::thread::id>* threads;
+  int operator()(int a, int b) const {
+    thread_local std::set<std::thread::id>* recorded_into = nullptr;
+    if (recorded_into != threads) {
+      std::lock_guard<std::mutex> guard(*lock);
+      threads->insert(std::this_thread::get_id());
+      recorded_into = threads;
+    }
+    return a + b;
+  }
+};
+
+// thrust::seq means the calling thread alone, as Thrust runs it; thrust::host (like
+// tally::host) may use the host backend's workers. Both give the plan's bits.
+TEST(host_reduce_semantics, thrust_seq_runs_on_the_calling_thread_alone) {
+  seeded s(15);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>((1u << 20) + 3, s.rng);
+  const int expected = reference_sum<int>(v, 0, v.size(), 0);
+  std::mutex lock;
+  std::set<std::thread::id> seq_threads, host_threads;
+  const auto seq_op = tally::commutative(thread_recording_plus{&lock, &seq_threads});
+  EXPECT_EQ(tally::reduce(thrust::seq, v.begin(), v.end(), 0, seq_op), expected);
+  EXPECT_EQ(seq_threads, std::set<std::thread::id>{std::this_thread::get_id()});
+  const auto host_op = tally::commutative(thread_recording_plus{&lock, &host_threads});
+  EXPECT_EQ(tally::reduce(thrust::host, v.begin(), v.end(), 0, host_op), expected);
+  if (std::thread::hardware_concurrency() > 1) EXPECT_GT(host_threads.size(), 1u);
 }
 
 TEST(host_reduce_semantics, fancy_iterators_work_on_the_host) {

@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
     {
       const value_t* d = input.first();
       const auto want_min = std::min_element(host.begin(), host.end()) - host.begin();
-      const auto want_minmax = std::minmax_element(host.begin(), host.end());
+      const auto want_minmax = std::make_pair(std::min_element(host.begin(), host.end()), std::max_element(host.begin(), host.end()));  // Thrust's rule, which tally follows
       const auto got_min = tally::min_element(policy, d, d + n) - d;
       const auto got_minmax = tally::minmax_element(policy, d, d + n);
       if ((got_min != want_min || got_minmax.first - d != want_minmax.first - host.begin() ||

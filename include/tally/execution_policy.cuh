@@ -5,11 +5,23 @@
 //   tally::device.on(stream)    the current CUDA device, a given stream
 //   .nondeterministic()         allows floating-point atomics (results may vary in the last bits)
 //   .strategy(tally::strategy::...)  forces a device strategy, for benchmarking
-// Thrust's policies (thrust::host, thrust::device, thrust::cuda::par.on(s), ...) are accepted
-// wherever these are and mean the same.
+// Thrust's policies (thrust::host, thrust::device, thrust::seq, thrust::cuda::par.on(s),
+// par_nosync, those with an allocator) are accepted wherever these are and mean the same;
+// thrust::seq runs on the calling thread alone. A user-defined Thrust system is refused at
+// compile time (detail::thrust_policy_kind_of).
 
 #include <cuda_runtime_api.h>
 #include <thrust/execution_policy.h>
+
+// OpenMP's and TBB's par, named without their headers (a program that uses them includes those).
+THRUST_NAMESPACE_BEGIN
+namespace system::omp::detail {
+struct par_t;
+}
+namespace system::tbb::detail {
+struct par_t;
+}
+THRUST_NAMESPACE_END
 
 #include <type_traits>
 
@@ -90,19 +102,65 @@ inline constexpr device_policy device{};
 namespace detail {
 
 template <class D>
-std::true_type derives_from_cuda_policy(const thrust::cuda_cub::execution_policy<D>*);
-std::false_type derives_from_cuda_policy(...);
-
-template <class D>
 std::true_type derives_from_thrust_policy(const thrust::execution_policy<D>*);
 std::false_type derives_from_thrust_policy(...);
 
 template <class P>
-inline constexpr bool is_thrust_device_policy_v =
-    decltype(derives_from_cuda_policy(static_cast<const P*>(nullptr)))::value;
+inline constexpr bool is_thrust_policy_v = decltype(derives_from_thrust_policy(static_cast<const P*>(nullptr)))::value;
+
+// What a Thrust policy means to tally. Thrust's own policies are named one by one: a type
+// that merely derives from one of them is a user-defined system, whose own overloads Thrust
+// would call, and which tally cannot honour (normalize_policy refuses it at compile time).
+//   device       thrust::device, thrust::cuda::par and par_nosync, .on(stream), and those
+//                with an allocator (tally's scratch is its own, so the allocator is unused)
+//   host         thrust::host (and OpenMP's and TBB's par): tally's host backend
+//   sequential   thrust::seq: the host backend on the calling thread alone, as Thrust runs it
+enum class thrust_policy_kind { device, host, sequential, user_defined };
 
 template <class P>
-inline constexpr bool is_thrust_policy_v = decltype(derives_from_thrust_policy(static_cast<const P*>(nullptr)))::value;
+struct thrust_policy_kind_of : std::integral_constant<thrust_policy_kind, thrust_policy_kind::user_defined> {};
+template <>
+struct thrust_policy_kind_of<thrust::cuda_cub::par_t>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+template <>
+struct thrust_policy_kind_of<thrust::cuda_cub::par_nosync_t>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+template <>
+struct thrust_policy_kind_of<thrust::cuda_cub::execute_on_stream>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+template <>
+struct thrust_policy_kind_of<thrust::cuda_cub::execute_on_stream_nosync>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+template <class Allocator>
+struct thrust_policy_kind_of<thrust::detail::execute_with_allocator<Allocator, thrust::cuda_cub::execute_on_stream_base>>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+template <class Allocator>
+struct thrust_policy_kind_of<
+    thrust::detail::execute_with_allocator<Allocator, thrust::cuda_cub::execute_on_stream_nosync_base>>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+template <>
+struct thrust_policy_kind_of<thrust::system::cpp::detail::par_t>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+template <class Allocator>
+struct thrust_policy_kind_of<
+    thrust::detail::execute_with_allocator<Allocator, thrust::system::cpp::detail::execution_policy>>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+template <>
+struct thrust_policy_kind_of<thrust::system::omp::detail::par_t>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+template <>
+struct thrust_policy_kind_of<thrust::system::tbb::detail::par_t>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+template <>
+struct thrust_policy_kind_of<thrust::detail::seq_t>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::sequential> {};
+template <class Allocator>
+struct thrust_policy_kind_of<
+    thrust::detail::execute_with_allocator<Allocator, thrust::system::detail::sequential::execution_policy>>
+    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::sequential> {};
+
+template <class P>
+inline constexpr thrust_policy_kind thrust_policy_kind_v = thrust_policy_kind_of<std::remove_cv_t<P>>::value;
 
 }  // namespace detail
 
@@ -147,9 +205,16 @@ inline device_policy normalize_policy(const device_policy& p) {
 
 template <class P, std::enable_if_t<is_thrust_policy_v<P>, int> = 0>
 auto normalize_policy(const P& p) {
-  if constexpr (is_thrust_device_policy_v<P>) {
+  constexpr thrust_policy_kind kind = thrust_policy_kind_v<P>;
+  static_assert(kind != thrust_policy_kind::user_defined,
+                "tally: this policy is a user-defined Thrust system, whose own algorithms tally cannot call; "
+                "pass it to Thrust's algorithm, or pass tally::device, tally::host, thrust::device or "
+                "thrust::host to tally's");
+  if constexpr (kind == thrust_policy_kind::device) {
     P copy = p;  // thrust's stream accessor takes a non-const reference
     return normalize_policy(device_policy{}.on(thrust::cuda_cub::stream(copy)));
+  } else if constexpr (kind == thrust_policy_kind::sequential) {
+    return host_policy{}.threads(1);
   } else {
     return host_policy{};
   }

@@ -6,8 +6,14 @@
 //   It max_element(policy, first, last[, comp])      the first of the largest elements
 //   thrust::pair<It, It> minmax_element(policy, first, last[, comp])
 //                                                    the first of the smallest and the
-//                                                    last of the largest (std's rule)
-//   each also without a policy: host or device from the iterator's system.
+//                                                    first of the largest (Thrust's rule;
+//                                                    std::minmax_element takes the last)
+//   void min_element_into(policy, first, last, out[, comp])     the position (0 when empty)
+//   void max_element_into(policy, first, last, out[, comp])     written to *out, an integer
+//   void minmax_element_into(policy, first, last, out[, comp])  both: out[0] and out[1]
+//        one launch with no host synchronization under a device policy (capturable in a
+//        CUDA graph), the same answer as the returning forms
+//   each returning form also without a policy: host or device from the iterator's system.
 //   comp defaults to thrust::less<value_type>; an empty range returns last ({last, last}).
 //
 // The candidates are folded by a combine that keeps the one ranked first by (value under
@@ -108,13 +114,13 @@ struct keep_min_and_max {
   template <class Index>
   __host__ __device__ min_and_max<V, Index> operator()(const min_and_max<V, Index>& a,
                                                        const min_and_max<V, Index>& b) const {
-    return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_last_max<V, Comp>{comp}(a.max, b.max)};
+    return {keep_first_min<V, Comp>{comp}(a.min, b.min), keep_first_max<V, Comp>{comp}(a.max, b.max)};
   }
   template <class Index>
   __host__ __device__ min_and_max<V, Index> combine_in_order(const min_and_max<V, Index>& a,
                                                              const min_and_max<V, Index>& b) const {
     return {keep_first_min<V, Comp>{comp}.combine_in_order(a.min, b.min),
-            keep_last_max<V, Comp>{comp}.combine_in_order(a.max, b.max)};
+            keep_first_max<V, Comp>{comp}.combine_in_order(a.max, b.max)};
   }
 };
 
@@ -210,6 +216,58 @@ Candidate reduce_candidates(const Policy& policy, It first, It last, Candidate n
   return transform_reduce_impl(p, indices, indices_end, reader{element_source(p, first)}, none, keep, algorithm);
 }
 
+// What min_element_into and max_element_into write: the candidate's index, or 0 (last -
+// first) for an empty range's `none`. Laid out as the output element (reduce_into_through).
+template <class E>
+struct position_writer {
+  E position;
+  template <class V>
+  __host__ __device__ explicit position_writer(const indexed_value<V>& best)
+      : position(static_cast<E>(best.index < 0 ? 0 : best.index)) {}
+  template <class OutIt>
+  void assign_to(OutIt out) const {  // the host backend's write
+    *out = position;
+  }
+};
+
+// What minmax_element_into writes: the two positions, in two consecutive output elements.
+template <class E>
+struct position_pair_writer {
+  E min_position;
+  E max_position;
+  template <class V>
+  __host__ __device__ explicit position_pair_writer(const min_and_max<V>& best)
+      : min_position(static_cast<E>(best.min.index < 0 ? 0 : best.min.index)),
+        max_position(static_cast<E>(best.max.index < 0 ? 0 : best.max.index)) {}
+  template <class OutIt>
+  void assign_to(OutIt out) const {  // the host backend's write
+    *out = min_position;
+    ++out;
+    *out = max_position;
+  }
+};
+
+// reduce_candidates' pass, written to out by one launch (device) or assigned (host).
+template <template <class, class> class Read, template <class> class Writer, class Policy, class It, class OutIt,
+          class Candidate, class Keep>
+void reduce_candidates_into(const Policy& policy, It first, It last, OutIt out, Candidate none, Keep keep,
+                            const char* algorithm) {
+  const auto p = normalize_policy(policy);
+  if constexpr (std::is_same_v<decltype(p), const host_policy>) {
+    using element = typename std::iterator_traits<OutIt>::value_type;
+    Writer<element>(reduce_candidates<Read>(p, first, last, none, keep, algorithm)).assign_to(out);
+  } else {
+    algorithm_scope scope(algorithm);
+    const std::uint64_t n = checked_distance(first, last, algorithm);
+    if (n > 0) check_base(p, first, n, algorithm);
+    using reader = Read<decltype(element_source(p, first)), iterator_value_t<It>>;
+    const thrust::counting_iterator<std::int64_t> indices(0), indices_end(static_cast<std::int64_t>(n));
+    const auto candidates = thrust::make_transform_iterator(indices, reader{element_source(p, first)});
+    reduce_into_through<Writer>(p, candidates, candidates + static_cast<std::ptrdiff_t>(n), out, none, keep,
+                                algorithm);
+  }
+}
+
 template <class It>
 It advance_to(It first, std::int64_t index) {
   return first + static_cast<typename std::iterator_traits<It>::difference_type>(index);
@@ -247,6 +305,20 @@ It min_element(It first, It last) {
   return tally::min_element(detail::policy_for_iterator<It>(), first, last);
 }
 
+// The position of the first of the smallest elements (0 for an empty range) written to
+// *out, an integer element, by one launch without waiting (a device policy), or assigned.
+template <class Policy, class It, class OutIt, class Comp, detail::enable_if_policy_t<Policy> = 0>
+void min_element_into(const Policy& policy, It first, It last, OutIt out, Comp comp) {
+  using V = detail::iterator_value_t<It>;
+  detail::reduce_candidates_into<detail::read_candidate, detail::position_writer>(
+      policy, first, last, out, detail::no_candidate<V>(), detail::keep_first_min<V, Comp>{comp}, "min_element_into");
+}
+
+template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
+void min_element_into(const Policy& policy, It first, It last, OutIt out) {
+  tally::min_element_into(policy, first, last, out, thrust::less<detail::iterator_value_t<It>>{});
+}
+
 // ---- max_element ----
 
 template <class Policy, class It, class Comp, detail::enable_if_policy_t<Policy> = 0>
@@ -272,6 +344,18 @@ It max_element(It first, It last) {
   return tally::max_element(detail::policy_for_iterator<It>(), first, last);
 }
 
+template <class Policy, class It, class OutIt, class Comp, detail::enable_if_policy_t<Policy> = 0>
+void max_element_into(const Policy& policy, It first, It last, OutIt out, Comp comp) {
+  using V = detail::iterator_value_t<It>;
+  detail::reduce_candidates_into<detail::read_candidate, detail::position_writer>(
+      policy, first, last, out, detail::no_candidate<V>(), detail::keep_first_max<V, Comp>{comp}, "max_element_into");
+}
+
+template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
+void max_element_into(const Policy& policy, It first, It last, OutIt out) {
+  tally::max_element_into(policy, first, last, out, thrust::less<detail::iterator_value_t<It>>{});
+}
+
 // ---- minmax_element ----
 
 template <class Policy, class It, class Comp, detail::enable_if_policy_t<Policy> = 0>
@@ -287,6 +371,21 @@ thrust::pair<It, It> minmax_element(const Policy& policy, It first, It last, Com
 template <class Policy, class It, detail::enable_if_policy_t<Policy> = 0>
 thrust::pair<It, It> minmax_element(const Policy& policy, It first, It last) {
   return tally::minmax_element(policy, first, last, thrust::less<detail::iterator_value_t<It>>{});
+}
+
+// The two positions written to out[0] and out[1] (integer elements; 0 and 0 for an empty range).
+template <class Policy, class It, class OutIt, class Comp, detail::enable_if_policy_t<Policy> = 0>
+void minmax_element_into(const Policy& policy, It first, It last, OutIt out, Comp comp) {
+  using V = detail::iterator_value_t<It>;
+  const detail::indexed_value<V> none = detail::no_candidate<V>();
+  detail::reduce_candidates_into<detail::read_candidate_pair, detail::position_pair_writer>(
+      policy, first, last, out, detail::min_and_max<V>{none, none}, detail::keep_min_and_max<V, Comp>{comp},
+      "minmax_element_into");
+}
+
+template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
+void minmax_element_into(const Policy& policy, It first, It last, OutIt out) {
+  tally::minmax_element_into(policy, first, last, out, thrust::less<detail::iterator_value_t<It>>{});
 }
 
 template <class It, class Comp, detail::enable_if_iterator_t<It> = 0>

@@ -43,8 +43,10 @@ template <class... Ops>
 struct fields_op {
   // Fieldwise, so as commutative as its least commutative field operator.
   static constexpr bool commutative = (is_commutative_v<Ops> && ...);
-  cuda::std::tuple<Ops...> ops;
+  mutable cuda::std::tuple<Ops...> ops;  // an operator() need not be const (as in Thrust)
 
+  // An op may be host-only under a host policy; the device instantiation is then never used.
+#pragma nv_exec_check_disable
   template <class T>
   __host__ __device__ constexpr T operator()(const T& a, const T& b) const {
     static_assert(detail::is_tuple_like_v<T>,

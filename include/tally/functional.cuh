@@ -10,6 +10,7 @@
 #include "tally/operator_traits.cuh"
 
 #include <cuda/std/limits>
+#include <cuda/type_traits>
 
 #include <type_traits>
 #include <utility>
@@ -80,7 +81,10 @@ __host__ __device__ constexpr T identity_value() {
   if constexpr (is_tuple_like_v<T>) {
     return identity_fields<K, T>(std::make_index_sequence<field_count_v<T>>{});
   } else {
-    static_assert(std::is_arithmetic_v<T>, "tally::identity_of: no identity is known for this type");
+    // Arithmetic types and CUDA's extended floating-point types (__half, __nv_bfloat16), whose
+    // numeric_limits libcu++ provides.
+    static_assert(std::is_arithmetic_v<T> || cuda::is_floating_point_v<T>,
+                  "tally::identity_of: no identity is known for this type");
     using limits = cuda::std::numeric_limits<T>;
     if constexpr (K == identity_kind::zero) {
       return T(0);

@@ -59,7 +59,7 @@ inline constexpr bool is_commutative_v = is_commutative<std::remove_cv_t<std::re
 template <class Op>
 struct commutative_op {
   static constexpr bool commutative = true;
-  Op op;
+  mutable Op op;  // its operator() need not be const (as in Thrust)
 
   // op may be host-only (a plain lambda) under a host policy; the device instantiation is
   // then never used, so nvcc need not check it.

@@ -111,8 +111,11 @@ Acc reduce_impl(const host_policy& policy, It first, It last, Acc init, Op op) {
 template <class Acc, class It, class Op>
 Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
-  static_assert(std::is_trivially_copyable_v<Acc>, "tally: a device reduction needs a trivially copyable init type");
-  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !std::is_trivially_copyable_v<Acc>) {
+  static_assert(moves_as_bytes_v<Acc>,
+                "tally: a device reduction moves init's type as bytes, so it must be trivially copyable, or "
+                "copy-constructible and trivially destructible (a type that owns nothing); reduce into a plain "
+                "value type instead");
+  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc>) {
     return init;  // not compiled further: a check above has failed
   } else {
     algorithm_scope scope("reduce");
@@ -153,6 +156,30 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
       return;
     }
     device_reduce(first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), policy, device, "reduce_into");
+  }
+}
+
+// The _into forms of the family (transform_reduce_into, min_element_into, all_of_into, ...):
+// one reduce_into whose result is converted as it is written. Writer<E> is laid out as the
+// output element E (or as several, for minmax_element_into's two positions) and is
+// constructed from the accumulator, so the kernels write it as they write any result: in the
+// same launch, with no host synchronization. Errors name `algorithm`.
+template <class OutIt>
+using output_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(std::declval<OutIt>()))>>;
+
+template <template <class> class Writer, class Acc, class It, class OutIt, class Op>
+void reduce_into_through(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op,
+                         const char* algorithm) {
+  static_assert(is_contiguous_v<OutIt>,
+                "tally: out must be a pointer, thrust::device_ptr or a device_vector iterator for the _into forms");
+  if constexpr (is_contiguous_v<OutIt>) {
+    using element = output_element_t<OutIt>;
+    using writer = Writer<element>;
+    static_assert(sizeof(writer) % sizeof(element) == 0 && alignof(writer) == alignof(element),
+                  "a writer is laid out as output elements");
+    algorithm_scope scope(algorithm);
+    auto* target = reinterpret_cast<writer*>(const_cast<element*>(raw_pointer(out)));
+    reduce_into_impl(policy, first, last, target, init, op);
   }
 }
 

@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <utility>
 #include <iomanip>
 #include <random>
 #include <limits>
@@ -93,6 +96,25 @@ std::vector<T> random_values(std::size_t n, std::mt19937_64& rng) {
     for (auto& x : v) x = static_cast<T>(d(rng));
   }
   return v;
+}
+
+// Values whose sum's bits depend on the order of the additions almost always: a mean of zero
+// and magnitudes over 16 binades, so that partial sums cancel and round differently in any
+// other order. For checks of bits alone (device against host, run against run, grid against
+// grid), which a change to the plan's order must fail; with random_values' positive lean the
+// sum rounds the same in most orders, and such a change passed most seeds. Bound checks keep
+// random_values, whose sums stand clear of their bounds. Integers: random_values.
+template <class T>
+std::vector<T> order_sensitive_values(std::size_t n, std::mt19937_64& rng) {
+  if constexpr (std::is_floating_point_v<T>) {
+    std::vector<T> v(n);
+    std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+    std::uniform_int_distribution<int> exponent(-8, 8);
+    for (auto& x : v) x = static_cast<T>(std::ldexp(mantissa(rng), exponent(rng)));
+    return v;
+  } else {
+    return random_values<T>(n, rng);
+  }
 }
 
 // A sum of floating-point values as accurate as the references need, whatever long double is:
@@ -286,6 +308,13 @@ inline std::vector<std::size_t> boundary_sizes() {
   return {0,    1,    2,    3,    4,    5,    7,     31,    32,    33,        255,
           256,  257,  511,  512,  513,  1023, 1024,  1025,  2047,  2048,      2049,
           4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 65536 + 3, (std::size_t(1) << 20) + 7};
+}
+
+// thrust::minmax_element's answer, which tally's follows: the first of the smallest and the
+// first of the largest (std::minmax_element takes the last of the largest).
+template <class It, class Comp = std::less<>>
+std::pair<It, It> first_min_first_max(It first, It last, Comp comp = {}) {
+  return {std::min_element(first, last, comp), std::max_element(first, last, comp)};
 }
 
 }  // namespace tally_test

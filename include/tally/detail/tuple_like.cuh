@@ -139,23 +139,26 @@ using field_t = std::remove_cv_t<std::remove_reference_t<decltype(field<I>(std::
 
 // out with field I = ops_I(a.I, b.I) for every I: all fields computed in one expression, so
 // their arithmetic is independent and the compiler interleaves it.
+// The operators may be host-only under a host policy; the device instantiation is then never used.
+#pragma nv_exec_check_disable
 template <class T, class OpTuple, std::size_t... I>
-__host__ __device__ constexpr T apply_fieldwise(const T& a, const T& b, const OpTuple& ops, std::index_sequence<I...>) {
+__host__ __device__ constexpr T apply_fieldwise(const T& a, const T& b, OpTuple& ops, std::index_sequence<I...>) {
   T out = a;
   ((field<I>(out) = static_cast<field_t<I, T>>(cuda::std::get<I>(ops)(field<I>(a), field<I>(b)))), ...);
   return out;
 }
 
 // The same operator on every field.
+#pragma nv_exec_check_disable
 template <class T, class Op, std::size_t... I>
-__host__ __device__ constexpr T apply_to_every_field(const T& a, const T& b, const Op& op, std::index_sequence<I...>) {
+__host__ __device__ constexpr T apply_to_every_field(const T& a, const T& b, Op&& op, std::index_sequence<I...>) {
   T out = a;
   ((field<I>(out) = static_cast<field_t<I, T>>(op(field<I>(a), field<I>(b)))), ...);
   return out;
 }
 
 template <class T, class Op>
-__host__ __device__ constexpr T every_field(const T& a, const T& b, const Op& op) {
+__host__ __device__ constexpr T every_field(const T& a, const T& b, Op&& op) {
   return apply_to_every_field(a, b, op, std::make_index_sequence<field_count_v<T>>{});
 }
 

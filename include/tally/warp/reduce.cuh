@@ -2,6 +2,7 @@
 // Warp-level building blocks, usable inside your own kernels. All 32 lanes must call them
 // together (the warp converged); the result is in lane 0.
 
+#include "tally/detail/byte_movable.cuh"
 #include "tally/detail/op_kind.cuh"
 #include "tally/detail/tuning.cuh"
 
@@ -14,20 +15,23 @@ namespace tally::warp {
 
 inline constexpr unsigned full_mask = 0xffffffffu;
 
-// __shfl_down_sync for any trivially copyable type: moves it as 32-bit words.
+// __shfl_down_sync for any type whose copy is its bytes (tally/detail/byte_movable.cuh):
+// moves it as 32-bit words.
 template <class T>
 __device__ __forceinline__ T shuffle_down(const T& value, unsigned delta) {
-  static_assert(std::is_trivially_copyable_v<T>, "tally::warp::shuffle_down needs a trivially copyable type");
+  static_assert(tally::detail::moves_as_bytes_v<T>,
+                "tally::warp::shuffle_down needs a type whose copy is its bytes: trivially copyable, or "
+                "copy-constructible and trivially destructible");
   if constexpr (std::is_arithmetic_v<T> && sizeof(T) >= 4) {
     return __shfl_down_sync(full_mask, value, delta);
   } else {
     constexpr int words = int((sizeof(T) + 3) / 4);
     int buffer[words] = {};
-    std::memcpy(buffer, &value, sizeof(T));
+    std::memcpy(buffer, static_cast<const void*>(&value), sizeof(T));
 #pragma unroll
     for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(full_mask, buffer[w], delta);
     T out;
-    std::memcpy(&out, buffer, sizeof(T));
+    std::memcpy(static_cast<void*>(&out), buffer, sizeof(T));
     return out;
   }
 }

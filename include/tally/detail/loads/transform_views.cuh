@@ -26,7 +26,12 @@ namespace tally::detail {
 // and inner_product reduce.
 template <class Transform>
 struct apply_to_pair {
-  Transform transform;
+  // mutable: Thrust accepts a functor whose operator() is not const (its transform_iterator
+  // keeps the functor mutable too).
+  mutable Transform transform;
+  // transform may be host-only under a host policy; the device instantiation is then never
+  // used, so nvcc need not check it.
+#pragma nv_exec_check_disable
   template <class Tuple>
   __host__ __device__ auto operator()(const Tuple& pair) const {
     return transform(thrust::get<0>(pair), thrust::get<1>(pair));
@@ -115,7 +120,7 @@ struct transform_vector_loader {
   using raw_type = std::conditional_t<(tuning::transforms_at_fold || sizeof(V) > sizeof(E)), E, void>;
   static constexpr std::uint64_t bytes_per_element = sizeof(E);
   const E* data;
-  F f;
+  mutable F f;  // a user's functor, whose operator() need not be const (as in Thrust)
   bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void raw_chunk(std::uint64_t first, E (&out)[VW]) const {
@@ -160,7 +165,7 @@ struct pair_vector_loader {
   static constexpr bool two_blocks_at_many_tiles = Raw && sizeof(E1) + sizeof(E2) <= 8;
   const E1* a;
   const E2* b;
-  T transform;
+  mutable T transform;  // a user's functor, whose operator() need not be const (as in Thrust)
   bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void raw_chunk(std::uint64_t first, element_pair<E1, E2> (&out)[VW]) const {

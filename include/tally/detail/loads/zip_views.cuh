@@ -53,7 +53,7 @@ struct wide_chunk_loader {
   using value_type = V;
   static constexpr std::uint64_t bytes_per_element = sizeof(E);
   const E* data;
-  F f;
+  mutable F f;  // a user's functor, whose operator() need not be const (as in Thrust)
   bool streaming = false;  // streams_reads
 
   __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
@@ -86,7 +86,7 @@ struct zip_vector_loader {
   static constexpr std::uint64_t bytes_per_element = (sizeof(E) + ...);
   cuda::std::tuple<const E*...> bases;
   unsigned vector_bases;
-  F f;
+  mutable F f;  // a user's functor, whose operator() need not be const (as in Thrust)
   bool streaming = false;  // streams_reads
 
   template <std::size_t K, class Ek>
