@@ -95,6 +95,17 @@ bool logical(const thrust::device_vector<float>& v) {
          tally::none_of(tally::device, v.begin(), v.end(), is_negative{});
 }
 
+// The family's _into forms, whose kernels write the answer through a converting writer.
+void family_into(const thrust::device_vector<float>& v, std::int64_t* positions, bool* answers, double* sums,
+                 cudaStream_t stream) {
+  const auto p = tally::device.on(stream);
+  tally::transform_reduce_into(p, v.begin(), v.end(), sums, square{}, 0.0, tally::plus<double>{});
+  tally::inner_product_into(p, v.begin(), v.end(), v.begin(), sums + 1, 0.0);
+  tally::count_if_into(p, v.begin(), v.end(), positions, is_negative{});
+  tally::minmax_element_into(p, v.begin(), v.end(), positions + 1);
+  tally::all_of_into(p, v.begin(), v.end(), answers, is_negative{});
+}
+
 // Multi-field: a zip of three arrays under tally::fields, and a counting (non-contiguous) range.
 using sum_min_max = cuda::std::tuple<float, int, double>;
 sum_min_max fields(const thrust::device_vector<float>& x, const thrust::device_vector<int>& y,
