@@ -56,7 +56,7 @@ struct keep_extremum {
   // Any tree of combines selects the same candidate (detail/plan.cuh, is_order_free).
   static constexpr bool order_free = true;
   static constexpr bool commutative = true;
-  Comp comp;
+  mutable Comp comp;  // its operator() need not be const (as in Thrust)
 
   // comp may be host-only (a plain lambda) under a host policy; the device instantiation
   // is then never used, so nvcc need not check it.
@@ -109,7 +109,7 @@ template <class V, class Comp>
 struct keep_min_and_max {
   static constexpr bool order_free = true;
   static constexpr bool commutative = true;
-  Comp comp;
+  mutable Comp comp;  // its operator() need not be const (as in Thrust)
 
   template <class Index>
   __host__ __device__ min_and_max<V, Index> operator()(const min_and_max<V, Index>& a,

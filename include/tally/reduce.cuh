@@ -4,7 +4,8 @@
 //   T reduce(policy, first, last, init, op)   op(init, fold of [first, last)), init once;
 //                                             an empty range returns init
 //   reduce(policy, first, last, init)         op = tally::plus<T>
-//   reduce(policy, first, last)               init = value_type{}
+//   reduce(policy, first, last)               init = value_type(0), as Thrust (value_type{}
+//                                             for a type that cannot be made from 0)
 //   each also without a policy: host or device from the iterator's system, as Thrust does
 //   void reduce_into(policy, first, last, out, init, op)
 //                                             writes the result to *out without waiting
@@ -183,6 +184,18 @@ void reduce_into_through(const device_policy& policy, It first, It last, OutIt o
   }
 }
 
+// The init of reduce(first, last): Thrust's value_type(0), which differs from value_type{}
+// for a type whose default constructor is not its zero; value_type{} for the types that
+// cannot be made from 0 (tuples, CUDA vector types), which Thrust does not reduce this way.
+template <class V>
+constexpr V default_init() {
+  if constexpr (std::is_constructible_v<V, int>) {
+    return V(0);
+  } else {
+    return V{};
+  }
+}
+
 template <class It>
 auto policy_for_iterator() {
   if constexpr (is_device_iterator_v<It>) {
@@ -213,7 +226,7 @@ T reduce(const Policy& policy, It first, It last, T init) {
 
 template <class Policy, class It, detail::enable_if_policy_t<Policy> = 0>
 detail::iterator_value_t<It> reduce(const Policy& policy, It first, It last) {
-  return tally::reduce(policy, first, last, detail::iterator_value_t<It>{});
+  return tally::reduce(policy, first, last, detail::default_init<detail::iterator_value_t<It>>());
 }
 
 template <class Policy, class It, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0>
@@ -228,7 +241,7 @@ void reduce_into(const Policy& policy, It first, It last, OutIt out, T init) {
 
 template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
 void reduce_into(const Policy& policy, It first, It last, OutIt out) {
-  tally::reduce_into(policy, first, last, out, detail::iterator_value_t<It>{});
+  tally::reduce_into(policy, first, last, out, detail::default_init<detail::iterator_value_t<It>>());
 }
 
 // ---- without a policy: the iterator's system decides ----
