@@ -139,24 +139,25 @@ void reduce_into_impl(const host_policy& policy, It first, It last, OutIt out, A
 }
 
 template <class Acc, class It, class OutIt, class Op>
-void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op) {
+void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op,
+                      const char* algorithm = "reduce_into") {  // the name errors give (the _into forms')
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(is_contiguous_v<OutIt>,
                 "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
   if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt>) {
-    algorithm_scope scope("reduce_into");
-    const std::uint64_t n = checked_distance(first, last, "reduce_into");
+    algorithm_scope scope(algorithm);
+    const std::uint64_t n = checked_distance(first, last, algorithm);
     const int device = current_device();
     const auto* const_out = raw_pointer(out);
     using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
     auto* out_ptr = const_cast<out_t*>(const_out);
-    check_device_accessible(out_ptr, properties(device), "reduce_into", "out");
+    check_device_accessible(out_ptr, properties(device), algorithm, "out");
     if (n == 0) {
       check_stream_of_device(policy.stream(), device);
       launch_kernel<write_value_kernel<out_t, Acc>>(1, 1, policy.stream(), device, out_ptr, init);
       return;
     }
-    device_reduce(first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), policy, device, "reduce_into");
+    device_reduce(first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), policy, device, algorithm);
   }
 }
 
@@ -180,7 +181,7 @@ void reduce_into_through(const device_policy& policy, It first, It last, OutIt o
                   "a writer is laid out as output elements");
     algorithm_scope scope(algorithm);
     auto* target = reinterpret_cast<writer*>(const_cast<element*>(raw_pointer(out)));
-    reduce_into_impl(policy, first, last, target, init, op);
+    reduce_into_impl(policy, first, last, target, init, op, algorithm);
   }
 }
 

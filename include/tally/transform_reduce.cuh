@@ -133,7 +133,7 @@ void transform_reduce_into_impl(const Policy& policy, It first, It last, OutIt o
     algorithm_scope scope(algorithm);
     check_base(p, first, checked_distance(first, last, algorithm), algorithm);
     reduce_into_impl(p, thrust::make_transform_iterator(first, unary_op),
-                     thrust::make_transform_iterator(last, unary_op), out, init, binary_op);
+                     thrust::make_transform_iterator(last, unary_op), out, init, binary_op, algorithm);
   }
 }
 
@@ -150,7 +150,7 @@ void transform_reduce_pairs_into(const Policy& policy, It1 first1, It1 last1, It
     check_base(p, first2, n, algorithm, "the second range");
     const auto pairs = thrust::make_zip_iterator(thrust::make_tuple(first1, first2));
     const auto first = thrust::make_transform_iterator(pairs, apply_to_pair<TransformOp>{transform_op});
-    reduce_into_impl(p, first, first + static_cast<std::ptrdiff_t>(n), out, init, reduce_op);
+    reduce_into_impl(p, first, first + static_cast<std::ptrdiff_t>(n), out, init, reduce_op, algorithm);
   }
 }
 
