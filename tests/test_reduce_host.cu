@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -133,6 +134,22 @@ TEST(host_reduce_semantics, accepts_thrust_policies_functors_and_lambdas) {
   EXPECT_EQ(tally::reduce(v.begin(), v.end(), std::numeric_limits<int>::min(), thrust::maximum<int>{}),
             *std::max_element(v.begin(), v.end()));
 }
+
+// What each of Thrust's policies means to tally (docs/execution_policy.md): its own by name,
+// allocator policies included; anything else derived from a Thrust policy is a user's system.
+namespace policy_kinds {
+using kind = tally::detail::thrust_policy_kind;
+template <class P>
+constexpr kind kind_of = tally::detail::thrust_policy_kind_v<P>;
+struct users_system : thrust::device_execution_policy<users_system> {};
+static_assert(kind_of<decltype(thrust::device)> == kind::device);
+static_assert(kind_of<decltype(thrust::cuda::par.on(cudaStream_t{}))> == kind::device);
+static_assert(kind_of<decltype(thrust::cuda::par_nosync.on(cudaStream_t{}))> == kind::device);
+static_assert(kind_of<decltype(thrust::cuda::par(std::allocator<char>{}))> == kind::device);
+static_assert(kind_of<decltype(thrust::host)> == kind::host);
+static_assert(kind_of<decltype(thrust::seq)> == kind::sequential);
+static_assert(kind_of<users_system> == kind::user_defined);
+}  // namespace policy_kinds
 
 // Adds, and records which threads called it: each thread once, under a lock.
 struct thread_recording_plus {

@@ -117,47 +117,46 @@ inline constexpr bool is_thrust_policy_v = decltype(derives_from_thrust_policy(s
 //   sequential   thrust::seq: the host backend on the calling thread alone, as Thrust runs it
 enum class thrust_policy_kind { device, host, sequential, user_defined };
 
+template <thrust_policy_kind K>
+using policy_kind_constant = std::integral_constant<thrust_policy_kind, K>;
+using runs_on_device = policy_kind_constant<thrust_policy_kind::device>;
+using runs_on_host = policy_kind_constant<thrust_policy_kind::host>;
+using runs_sequentially = policy_kind_constant<thrust_policy_kind::sequential>;
+
 template <class P>
-struct thrust_policy_kind_of : std::integral_constant<thrust_policy_kind, thrust_policy_kind::user_defined> {};
+struct thrust_policy_kind_of : policy_kind_constant<thrust_policy_kind::user_defined> {};
 template <>
-struct thrust_policy_kind_of<thrust::cuda_cub::par_t>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+struct thrust_policy_kind_of<thrust::cuda_cub::par_t> : runs_on_device {};
 template <>
-struct thrust_policy_kind_of<thrust::cuda_cub::par_nosync_t>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+struct thrust_policy_kind_of<thrust::cuda_cub::par_nosync_t> : runs_on_device {};
 template <>
-struct thrust_policy_kind_of<thrust::cuda_cub::execute_on_stream>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+struct thrust_policy_kind_of<thrust::cuda_cub::execute_on_stream> : runs_on_device {};
 template <>
-struct thrust_policy_kind_of<thrust::cuda_cub::execute_on_stream_nosync>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+struct thrust_policy_kind_of<thrust::cuda_cub::execute_on_stream_nosync> : runs_on_device {};
 template <class Allocator>
-struct thrust_policy_kind_of<thrust::detail::execute_with_allocator<Allocator, thrust::cuda_cub::execute_on_stream_base>>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+struct thrust_policy_kind_of<
+    thrust::detail::execute_with_allocator<Allocator, thrust::cuda_cub::execute_on_stream_base>>
+    : runs_on_device {};
 template <class Allocator>
 struct thrust_policy_kind_of<
     thrust::detail::execute_with_allocator<Allocator, thrust::cuda_cub::execute_on_stream_nosync_base>>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::device> {};
+    : runs_on_device {};
 template <>
-struct thrust_policy_kind_of<thrust::system::cpp::detail::par_t>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+struct thrust_policy_kind_of<thrust::system::cpp::detail::par_t> : runs_on_host {};
 template <class Allocator>
 struct thrust_policy_kind_of<
     thrust::detail::execute_with_allocator<Allocator, thrust::system::cpp::detail::execution_policy>>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+    : runs_on_host {};
 template <>
-struct thrust_policy_kind_of<thrust::system::omp::detail::par_t>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+struct thrust_policy_kind_of<thrust::system::omp::detail::par_t> : runs_on_host {};
 template <>
-struct thrust_policy_kind_of<thrust::system::tbb::detail::par_t>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::host> {};
+struct thrust_policy_kind_of<thrust::system::tbb::detail::par_t> : runs_on_host {};
 template <>
-struct thrust_policy_kind_of<thrust::detail::seq_t>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::sequential> {};
+struct thrust_policy_kind_of<thrust::detail::seq_t> : runs_sequentially {};
 template <class Allocator>
 struct thrust_policy_kind_of<
     thrust::detail::execute_with_allocator<Allocator, thrust::system::detail::sequential::execution_policy>>
-    : std::integral_constant<thrust_policy_kind, thrust_policy_kind::sequential> {};
+    : runs_sequentially {};
 
 template <class P>
 inline constexpr thrust_policy_kind thrust_policy_kind_v = thrust_policy_kind_of<std::remove_cv_t<P>>::value;
