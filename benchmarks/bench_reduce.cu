@@ -260,9 +260,17 @@ struct variant {
   bool nondeterministic = false;
   bool ordered = false;
 
-  tally::device_policy policy(cudaStream_t stream) const {
-    const tally::device_policy p = tally::device.on(stream).strategy(strategy);
-    return nondeterministic ? p.nondeterministic() : p;
+  // Calls f with the variant's policy: tally::device itself for tally's own choice (the
+  // policy a user passes, whose call sites compile only that choice's kernels), else the
+  // policy that forces the strategy.
+  template <class F>
+  void with_policy(cudaStream_t stream, F&& f) const {
+    if (strategy == tally::strategy::automatic && !nondeterministic) {
+      f(tally::device.on(stream));
+      return;
+    }
+    const tally::strategy_forcing_policy p = tally::device.on(stream).strategy(strategy);
+    f(nondeterministic ? p.nondeterministic() : p);
   }
 };
 
@@ -273,11 +281,13 @@ bool variant_checks_out(benchmark::State& state, const variant& v, std::size_t n
   std::string error;
   try {
     const T* in = input.input->first();
-    if (v.ordered) {
-      tally::reduce_into(v.policy(ctx->stream), in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
-    } else {
-      tally::reduce_into(v.policy(ctx->stream), in, in + n, device_out<T>(), T{}, tally::plus<T>{});
-    }
+    v.with_policy(ctx->stream, [&](const auto& policy) {
+      if (v.ordered) {
+        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
+      } else {
+        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
+      }
+    });
     const T got = read_back(device_out<T>());
     const double tolerance = v.nondeterministic ? element<T>::nd_tolerance : element<T>::tolerance;
     double rel = 0.0;
@@ -302,21 +312,22 @@ void device_tally(benchmark::State& state, variant v,
   const auto n = static_cast<std::size_t>(state.range(0));
   auto& input = input_for<T>(n);
   if ((v.strategy != tally::strategy::automatic || v.ordered) && !variant_checks_out(state, v, n, input)) return;
-  const auto policy = v.policy(ctx->stream);
-  if (v.ordered) {
-    time_device<T>(state, n, [&] {
-      const T* in = input.input->next();
-      tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
-    }, pace);
-    return;
-  }
-  time_device<T>(
-      state, n,
-      [&] {
+  v.with_policy(ctx->stream, [&](const auto& policy) {
+    if (v.ordered) {
+      time_device<T>(state, n, [&] {
         const T* in = input.input->next();
-        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
-      },
-      pace);
+        tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, plus_in_order<T>{});
+      }, pace);
+      return;
+    }
+    time_device<T>(
+        state, n,
+        [&] {
+          const T* in = input.input->next();
+          tally::reduce_into(policy, in, in + n, device_out<T>(), T{}, tally::plus<T>{});
+        },
+        pace);
+  });
 }
 
 template <class T>

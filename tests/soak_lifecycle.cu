@@ -363,7 +363,7 @@ void run_call(worker& w, typed_data<T>& data, const char* type_name, const char*
         stream = fresh->stream;
         break;
     }
-    const tally::device_policy policy =
+    const tally::strategy_forcing_policy policy =
         (kind == stream_kind::zero ? tally::device : tally::device.on(stream)).strategy(info.strategy);
     T got;
     T expected;

@@ -930,7 +930,7 @@ TEST_F(device_ordered, warp_and_block_building_blocks_fold_in_thread_order) {
 
 // reduce and reduce_into on the device over [first, first + n).
 template <class It, class Acc, class Op>
-void expect_device_reduce(const tally::device_policy& policy, It first, std::size_t n, const Acc& init, Op op,
+void expect_device_reduce(const tally::strategy_forcing_policy& policy, It first, std::size_t n, const Acc& init, Op op,
                           const Acc& want, const char* kind) {
   SCOPED_TRACE(kind);
   const It last = first + static_cast<std::ptrdiff_t>(n);
@@ -944,9 +944,9 @@ void expect_device_reduce(const tally::device_policy& policy, It first, std::siz
 constexpr std::size_t device_many_tiles = 3 * (std::size_t(1) << 20) + 5;
 
 // The order-preserving plan's two strategies.
-const tally::device_policy ordered_strategies[] = {tally::device, tally::device.strategy(tally::strategy::two_pass)};
+const tally::strategy_forcing_policy ordered_strategies[] = {tally::device, tally::device.strategy(tally::strategy::two_pass)};
 
-std::string strategy_name(const tally::device_policy& policy) {
+std::string strategy_name(const tally::strategy_forcing_policy& policy) {
   return policy.forced_strategy() == tally::strategy::two_pass ? "two pass" : "single pass";
 }
 
@@ -968,7 +968,7 @@ TEST_F(device_ordered, every_algorithm_folds_in_order_over_every_iterator_kind) 
     const thrust::counting_iterator<std::uint32_t> counting_second(in.second_first);
     const thrust::constant_iterator<std::uint32_t> constant_second(in.second_constant);
 
-    for (const tally::device_policy& policy : ordered_strategies) {
+    for (const tally::strategy_forcing_policy& policy : ordered_strategies) {
       SCOPED_TRACE(strategy_name(policy));
       expect_device_reduce(policy, maps.data(), n, in.init, op, want.maps, "pointer");
       expect_device_reduce(policy, maps_misaligned.data(), n, in.init, op, want.maps, "pointer, misaligned");
@@ -1066,7 +1066,7 @@ TEST_F(device_ordered, field_reductions_fold_an_order_preserving_field_in_order)
     const device_buffer<map_value> maps(in.maps), maps_misaligned(in.maps, 1);
     const device_buffer<std::uint64_t> weights(f.weights);
     const device_buffer<tagged_map> tagged(f.tagged), tagged_misaligned(f.tagged, 1);
-    for (const tally::device_policy& policy : ordered_strategies) {
+    for (const tally::strategy_forcing_policy& policy : ordered_strategies) {
       SCOPED_TRACE(strategy_name(policy));
       expect_device_reduce(policy, tally::zip(maps.data(), weights.data()), n, f.weighted_init, map_and_sum,
                            f.weighted_fold, "zip of two ranges");

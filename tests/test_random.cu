@@ -212,7 +212,7 @@ T reduce_through(const Policy& policy, const random_case& c, const T* first, T i
       return tally::reduce(policy, it, it + n, init, op);
     }
   }
-  if constexpr (std::is_same_v<Policy, tally::device_policy>) {
+  if constexpr (!std::is_same_v<Policy, tally::host_policy>) {
     if (c.iterator == iterator_kind::device_ptr) {
       const thrust::device_ptr<const T> it(first);
       return tally::reduce(policy, it, it + n, init, op);

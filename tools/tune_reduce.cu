@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
       BENCH_CUDA_CHECK(cub::DeviceReduce::Sum(cub_temp, cub_bytes, input.next(), out, static_cast<int>(n), stream));
     });
     const double ceiling_us = median_device_us(stream, k, samples, [&] { ceiling.read_bytes(input.next(), input.bytes(), ceiling_out, stream); });
-    auto strategy_us = [&](tally::device_policy p) {
+    auto strategy_us = [&](tally::strategy_forcing_policy p) {
       return median_device_us(stream, k, samples, [&] {
         const value_t* in = input.next();
         tally::reduce_into(p, in, in + n, out, value_t{}, tally::plus<value_t>{});

@@ -4,7 +4,9 @@
 //   tally::device               the current CUDA device, default stream
 //   tally::device.on(stream)    the current CUDA device, a given stream
 //   .nondeterministic()         allows floating-point atomics (results may vary in the last bits)
-//   .strategy(tally::strategy::...)  forces a device strategy, for benchmarking
+//   .strategy(tally::strategy::...)  forces a device strategy, for benchmarking; its type,
+//                               strategy_forcing_policy, makes the call site compile the
+//                               kernels of every strategy, which plain policies leave out
 // Thrust's policies (thrust::host, thrust::device, thrust::seq, thrust::cuda::par.on(s),
 // par_nosync, those with an allocator) are accepted wherever these are and mean the same;
 // thrust::seq runs on the calling thread alone. A user-defined Thrust system is refused at
@@ -52,11 +54,24 @@ class host_policy {
   unsigned threads_ = 0;
 };
 
-class device_policy {
+// A device policy. Whether it may force a strategy is part of its type: plain
+// tally::device and everything made from it with on(), grid_size() and nondeterministic()
+// run tally's own choice, so a call site compiles only the kernels that choice can launch;
+// strategy() returns the kind that may force one, whose call sites also compile the two-pass
+// and atomic kernels (docs/decisions/0021-forced-strategies-in-the-policy-type.md).
+template <bool MayForceStrategy>
+class basic_device_policy {
  public:
-  constexpr device_policy() = default;
-  constexpr device_policy on(cudaStream_t stream) const {
-    device_policy p = *this;
+  static constexpr bool may_force_strategy = MayForceStrategy;
+
+  constexpr basic_device_policy() = default;
+  // Any device policy converts to one that may force a strategy (keeping its choice).
+  template <bool Other, std::enable_if_t<MayForceStrategy && !Other, int> = 0>
+  constexpr basic_device_policy(const basic_device_policy<Other>& other)
+      : stream_(other.stream()), grid_size_(other.forced_grid_size()), nondeterministic_(other.is_nondeterministic()) {}
+
+  constexpr basic_device_policy on(cudaStream_t stream) const {
+    basic_device_policy p = *this;
     p.stream_ = stream;
     return p;
   }
@@ -64,37 +79,46 @@ class device_policy {
 
   // Test and benchmark hook: fixes the number of blocks in the grid (0: sized from the
   // device). Results are the same bits for every grid size; the tests prove it.
-  constexpr device_policy grid_size(unsigned blocks) const {
-    device_policy p = *this;
+  constexpr basic_device_policy grid_size(unsigned blocks) const {
+    basic_device_policy p = *this;
     p.grid_size_ = blocks;
     return p;
   }
   constexpr unsigned forced_grid_size() const { return grid_size_; }
 
-  // Forces a strategy. The atomic ones need an integer type with an exact operator, or
-  // nondeterministic(); a strategy that cannot run the call throws std::invalid_argument.
-  constexpr device_policy strategy(tally::strategy s) const {
-    device_policy p = *this;
+  // Forces a strategy (a benchmark and test hook). The atomic ones need an integer type with
+  // an exact operator, or nondeterministic(); a strategy that cannot run the call throws
+  // std::invalid_argument. The policy returned is of the kind that may force one.
+  constexpr basic_device_policy<true> strategy(tally::strategy s) const {
+    basic_device_policy<true> p = *this;
     p.strategy_ = s;
     return p;
   }
   constexpr tally::strategy forced_strategy() const { return strategy_; }
 
   // Gives up bit-for-bit reproducibility: floating-point atomics may then combine partial
-  // results in whatever order they arrive.
-  constexpr device_policy nondeterministic() const {
-    device_policy p = *this;
+  // results in whatever order they arrive (with an atomic strategy forced).
+  constexpr basic_device_policy nondeterministic() const {
+    basic_device_policy p = *this;
     p.nondeterministic_ = true;
     return p;
   }
   constexpr bool is_nondeterministic() const { return nondeterministic_; }
 
  private:
+  template <bool>
+  friend class basic_device_policy;
+
   cudaStream_t stream_ = nullptr;
   unsigned grid_size_ = 0;
-  tally::strategy strategy_ = tally::strategy::automatic;
+  tally::strategy strategy_ = tally::strategy::automatic;  // automatic unless MayForceStrategy
   bool nondeterministic_ = false;
 };
+
+// tally::device's type: runs tally's choice of strategy.
+using device_policy = basic_device_policy<false>;
+// What device.strategy(...) returns: a device policy that may force a strategy.
+using strategy_forcing_policy = basic_device_policy<true>;
 
 inline constexpr host_policy host{};
 inline constexpr device_policy device{};
@@ -167,7 +191,7 @@ inline constexpr thrust_policy_kind thrust_policy_kind_v = thrust_policy_kind_of
 template <class P>
 struct is_execution_policy
     : std::bool_constant<std::is_same_v<P, host_policy> || std::is_same_v<P, device_policy> ||
-                         detail::is_thrust_policy_v<P>> {};
+                         std::is_same_v<P, strategy_forcing_policy> || detail::is_thrust_policy_v<P>> {};
 
 template <class P>
 inline constexpr bool is_execution_policy_v = is_execution_policy<std::remove_cv_t<std::remove_reference_t<P>>>::value;
@@ -198,7 +222,8 @@ inline cudaStream_t default_stream() {
 
 // Maps any accepted policy onto tally's own two, with stream 0 resolved (default_stream).
 inline host_policy normalize_policy(const host_policy& p) { return p; }
-inline device_policy normalize_policy(const device_policy& p) {
+template <bool MayForceStrategy>
+basic_device_policy<MayForceStrategy> normalize_policy(const basic_device_policy<MayForceStrategy>& p) {
   return p.stream() == nullptr ? p.on(default_stream()) : p;
 }
 

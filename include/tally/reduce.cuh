@@ -109,8 +109,8 @@ Acc reduce_impl(const host_policy& policy, It first, It last, Acc init, Op op) {
   }
 }
 
-template <class Acc, class It, class Op>
-Acc reduce_impl(const device_policy& policy, It first, It last, Acc init, Op op) {
+template <class Acc, class It, class Op, bool MayForceStrategy>
+Acc reduce_impl(const basic_device_policy<MayForceStrategy>& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(moves_as_bytes_v<Acc>,
                 "tally: a device reduction moves init's type as bytes, so it must be trivially copyable, or "
@@ -138,8 +138,8 @@ void reduce_into_impl(const host_policy& policy, It first, It last, OutIt out, A
   *out = reduce_impl(policy, first, last, init, op);
 }
 
-template <class Acc, class It, class OutIt, class Op>
-void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op,
+template <class Acc, class It, class OutIt, class Op, bool MayForceStrategy>
+void reduce_into_impl(const basic_device_policy<MayForceStrategy>& policy, It first, It last, OutIt out, Acc init, Op op,
                       const char* algorithm = "reduce_into") {  // the name errors give (the _into forms')
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(is_contiguous_v<OutIt>,
@@ -169,8 +169,8 @@ void reduce_into_impl(const device_policy& policy, It first, It last, OutIt out,
 template <class OutIt>
 using output_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(std::declval<OutIt>()))>>;
 
-template <template <class> class Writer, class Acc, class It, class OutIt, class Op>
-void reduce_into_through(const device_policy& policy, It first, It last, OutIt out, Acc init, Op op,
+template <template <class> class Writer, class Acc, class It, class OutIt, class Op, bool MayForceStrategy>
+void reduce_into_through(const basic_device_policy<MayForceStrategy>& policy, It first, It last, OutIt out, Acc init, Op op,
                          const char* algorithm) {
   static_assert(is_contiguous_v<OutIt>,
                 "tally: out must be a pointer, thrust::device_ptr or a device_vector iterator for the _into forms");

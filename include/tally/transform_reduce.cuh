@@ -61,8 +61,8 @@ struct equal_to_value {
 
 // A fancy iterator hides its base from tally::reduce's pointer checks, so the checks run
 // here on the base: a contiguous base under a device policy must be device-readable.
-template <class It>
-void check_base(const device_policy&, It first, std::uint64_t n, const char* algorithm,
+template <class It, bool MayForceStrategy>
+void check_base(const basic_device_policy<MayForceStrategy>&, It first, std::uint64_t n, const char* algorithm,
                 const char* what = "the input range") {
   if constexpr (is_contiguous_v<It>) {
     if (n > 0) check_device_accessible(raw_pointer(first), properties(current_device()), algorithm, what);

@@ -30,26 +30,43 @@ namespace tally {
 template <class T>
 struct field_members;
 
+namespace detail {
+// The members of a CUDA vector type of F fields. A class template, so that no list() (and
+// no tuple of member pointers) is instantiated for a vector type that a program never
+// reduces: as plain explicit specializations, the sixty types below cost every translation
+// unit their tuples at parse time.
+template <class V, int F>
+struct vector_field_members;
+template <class V>
+struct vector_field_members<V, 1> {
+  __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x); }
+};
+template <class V>
+struct vector_field_members<V, 2> {
+  __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y); }
+};
+template <class V>
+struct vector_field_members<V, 3> {
+  __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z); }
+};
+template <class V>
+struct vector_field_members<V, 4> {
+  __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z, &V::w); }
+};
+}  // namespace detail
+
 #define TALLY_VECTOR_FIELDS_1(V) \
   template <>                    \
-  struct field_members<V> {      \
-    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x); } \
-  };
+  struct field_members<V> : detail::vector_field_members<V, 1> {};
 #define TALLY_VECTOR_FIELDS_2(V) \
   template <>                    \
-  struct field_members<V> {      \
-    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y); } \
-  };
+  struct field_members<V> : detail::vector_field_members<V, 2> {};
 #define TALLY_VECTOR_FIELDS_3(V) \
   template <>                    \
-  struct field_members<V> {      \
-    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z); } \
-  };
+  struct field_members<V> : detail::vector_field_members<V, 3> {};
 #define TALLY_VECTOR_FIELDS_4(V) \
   template <>                    \
-  struct field_members<V> {      \
-    __host__ __device__ static constexpr auto list() { return cuda::std::make_tuple(&V::x, &V::y, &V::z, &V::w); } \
-  };
+  struct field_members<V> : detail::vector_field_members<V, 4> {};
 #define TALLY_VECTOR_FIELDS_1_TO_3(T) TALLY_VECTOR_FIELDS_1(T##1) TALLY_VECTOR_FIELDS_2(T##2) TALLY_VECTOR_FIELDS_3(T##3)
 TALLY_VECTOR_FIELDS_1_TO_3(char)
 TALLY_VECTOR_FIELDS_1_TO_3(uchar)

@@ -44,8 +44,8 @@ struct resident_blocks_per_multiprocessor {
 // Every block of Kernel resident at once on this device (more would only queue), or the
 // forced grid size. The result does not depend on it. The occupancy is asked once per
 // kernel and device (asked_once, launch.cuh).
-template <auto Kernel>
-std::uint64_t resident_grid(const device_policy& policy, int device) {
+template <auto Kernel, class Policy>
+std::uint64_t resident_grid(const Policy& policy, int device) {
   const std::uint64_t forced = policy.forced_grid_size();
   if (forced != 0) return forced;
   const int blocks = asked_once<resident_blocks_per_multiprocessor, Kernel>(device);
@@ -56,30 +56,34 @@ std::uint64_t resident_grid(const device_policy& policy, int device) {
 // The fixed-order single pass is the default for every type: it measured at least as fast
 // as the atomic strategies and is reproducible for every operator
 // (docs/decisions/0018-atomic-strategies-opt-in.md).
-template <class Acc, class Op>
-tally::strategy choose_strategy(const device_policy& policy, const char* algorithm) {
-  const tally::strategy forced = policy.forced_strategy();
-  if (forced == tally::strategy::block_atomic || forced == tally::strategy::warp_atomic) {
-    if constexpr (!is_commutative_v<Op>) {
-      throw_invalid_argument(algorithm,
-                             "the atomic strategies combine results in arrival order, so they need a commutative "
-                             "operator; if this one is, pass tally::commutative(op)");
-    } else if constexpr (!fits_atomic_word_v<Acc>) {
-      throw_invalid_argument(algorithm, "the atomic strategies need an accumulator (init's type) of 4 or 8 bytes");
-    } else if (!policy.is_nondeterministic() && !is_exact_integer_op_v<Acc, Op>) {
-      throw_invalid_argument(algorithm,
-                             "an atomic strategy on this type and operator would make the result depend on the order "
-                             "of the atomics; ask for it with tally::device.nondeterministic()");
+template <class Acc, class Op, bool MayForceStrategy>
+tally::strategy choose_strategy(const basic_device_policy<MayForceStrategy>& policy, const char* algorithm) {
+  if constexpr (!MayForceStrategy) {
+    return tally::strategy::single_pass;
+  } else {
+    const tally::strategy forced = policy.forced_strategy();
+    if (forced == tally::strategy::block_atomic || forced == tally::strategy::warp_atomic) {
+      if constexpr (!is_commutative_v<Op>) {
+        throw_invalid_argument(algorithm,
+                               "the atomic strategies combine results in arrival order, so they need a commutative "
+                               "operator; if this one is, pass tally::commutative(op)");
+      } else if constexpr (!fits_atomic_word_v<Acc>) {
+        throw_invalid_argument(algorithm, "the atomic strategies need an accumulator (init's type) of 4 or 8 bytes");
+      } else if (!policy.is_nondeterministic() && !is_exact_integer_op_v<Acc, Op>) {
+        throw_invalid_argument(algorithm,
+                               "an atomic strategy on this type and operator would make the result depend on the order "
+                               "of the atomics; ask for it with tally::device.nondeterministic()");
+      }
+      return forced;
     }
-    return forced;
+    return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
   }
-  return forced == tally::strategy::two_pass ? forced : tally::strategy::single_pass;
 }
 
 // Launches Kernel on the policy's stream with resident_grid's blocks, never more than
 // the plan's tiles.
-template <auto Kernel, class... Args>
-void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
+template <auto Kernel, class Policy, class... Args>
+void launch_on_plan_grid(const reduction_plan& plan, const Policy& policy, int device, const Args&... args) {
   const std::uint64_t resident = resident_grid<Kernel>(policy, device);
   const std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
   launch_kernel<Kernel>(unsigned(grid), block_threads, policy.stream(), device, args...);
@@ -88,8 +92,8 @@ void launch_on_plan_grid(const reduction_plan& plan, const device_policy& policy
 // Launches the single pass with block 0's role (fold_block_role, kernels/reduce_kernels.cuh): it
 // reduces no tile while the tiles are at most fold_block_gate per tile block, and the
 // grid then has one block more than the tiles need. A forced grid size counts every block.
-template <auto Kernel, class... Args>
-void launch_single_pass(const reduction_plan& plan, const device_policy& policy, int device, const Args&... args) {
+template <auto Kernel, class Policy, class... Args>
+void launch_single_pass(const reduction_plan& plan, const Policy& policy, int device, const Args&... args) {
   const std::uint64_t resident = resident_grid<Kernel>(policy, device);
   std::uint64_t grid = resident < plan.tiles ? resident : plan.tiles;
   fold_block_role role = fold_block_role::reduces_first;
@@ -123,25 +127,30 @@ void launch_single_tile(const Loader& load, std::uint64_t n, Acc init, Op op, Ou
 }
 
 // The commutative plan: the single pass, the two pass or an atomic strategy.
-template <class Acc, int VW, class Loader, class Op, class Out>
+template <class Acc, int VW, bool Fallback, class Loader, class Op, class Out, bool MayForceStrategy>
 void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
-                               const device_policy& policy, int device, tally::strategy chosen) {
+                               const basic_device_policy<MayForceStrategy>& policy, int device,
+                               tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   const bool atomic = chosen == tally::strategy::block_atomic || chosen == tally::strategy::warp_atomic;
   if (plan.tiles == 1 && !atomic) {  // one block, no partials: no scratch to look up either
     check_stream_of_device(policy.stream(), device);
-    launch_single_tile<Acc, VW, single_tile_fewest_loads>(load, n, init, op, out, handoff, policy.stream(), device);
+    // A fallback's exact fills take the whole step's kernel too (docs/decisions/0006).
+    constexpr int fewest = Fallback ? loads_per_step : single_tile_fewest_loads;
+    launch_single_tile<Acc, VW, fewest>(load, n, init, op, out, handoff, policy.stream(), device);
     return;
   }
   // Two tiles: one block of a run of block_threads threads per tile (tile_pair_reduce_kernel),
   // the single pass's bits in one launch without partials in the scratch. A forced grid size
   // keeps the general kernel, which the determinism tests compare against it.
-  if (tuning::tile_pair_kernel && plan.tiles == 2 && !atomic && chosen != tally::strategy::two_pass &&
-      policy.forced_grid_size() == 0) {
-    check_stream_of_device(policy.stream(), device);
-    launch_kernel<tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>>(1, tile_pair_runs * block_threads, policy.stream(),
-                                                                     device, load, plan, init, op, out, handoff);
-    return;
+  if constexpr (tuning::tile_pair_kernel && !Fallback) {
+    if (plan.tiles == 2 && !atomic && chosen != tally::strategy::two_pass && policy.forced_grid_size() == 0) {
+      check_stream_of_device(policy.stream(), device);
+      launch_kernel<tile_pair_reduce_kernel<Acc, VW, Loader, Op, Out>>(1, tile_pair_runs * block_threads,
+                                                                       policy.stream(), device, load, plan, init, op,
+                                                                       out, handoff);
+      return;
+    }
   }
   using codec_for = partial_codec_for<Acc, Loader>;
   using codec_t = typename codec_for::type;
@@ -152,7 +161,8 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
   const call_scratch& scratch = lease.scratch();
   const fold_sync sync{scratch.control, scratch.epoch, fold_poll_limit()};
 
-  if constexpr (fits_atomic_word_v<Acc>) {
+  // The two-pass and atomic kernels are compiled only for a policy that may force them.
+  if constexpr (MayForceStrategy && fits_atomic_word_v<Acc>) {
     if (atomic) {
       const atomic_control control{scratch.control};
       if (chosen == tally::strategy::block_atomic) {
@@ -169,14 +179,16 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
 
   const codec_t codec = codec_for::make(load);
   auto* cells = static_cast<cell_t*>(scratch.partials);
-  if (chosen == tally::strategy::two_pass) {
-    launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op, codec_t>>(plan, policy, device, load, plan, op, codec,
-                                                                            cells, sync);
-    launch_kernel<fold_partials_kernel<Acc, Op, Out, codec_t>>(1, block_threads, policy.stream(), device, plan.tiles,
-                                                               plan.tile_items, init, op, codec, cells, scratch.epoch,
-                                                               out, handoff);
-    lease.launched();
-    return;
+  if constexpr (MayForceStrategy) {
+    if (chosen == tally::strategy::two_pass) {
+      launch_on_plan_grid<tile_partials_kernel<Acc, VW, Loader, Op, codec_t>>(plan, policy, device, load, plan, op, codec,
+                                                                              cells, sync);
+      launch_kernel<fold_partials_kernel<Acc, Op, Out, codec_t>>(1, block_threads, policy.stream(), device, plan.tiles,
+                                                                 plan.tile_items, init, op, codec, cells, scratch.epoch,
+                                                                 out, handoff);
+      lease.launched();
+      return;
+    }
   }
   constexpr auto one_kernel = &single_pass_reduce_kernel<Acc, VW, Loader, Op, Out, codec_t>;
   if constexpr (has_two_block_variant<Loader>::value) {
@@ -192,9 +204,9 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
 }
 
 // The order-preserving plan (kernels/ordered_kernels.cuh): the single pass or the two pass.
-template <class Acc, int VW, class Loader, class Op, class Out>
+template <class Acc, int VW, class Loader, class Op, class Out, bool MayForceStrategy>
 void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
-                           const device_policy& policy, int device, tally::strategy chosen) {
+                           const basic_device_policy<MayForceStrategy>& policy, int device, tally::strategy chosen) {
   const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
   // One or two tiles: one block, no partials, no scratch (ordered_small_reduce_kernel). A
   // forced two pass or grid size keeps the general kernels for two tiles, which the
@@ -213,13 +225,15 @@ void launch_ordered_reduce(const Loader& load, std::uint64_t n, Acc init, Op op,
   const call_scratch& scratch = lease.scratch();
   const fold_sync sync{scratch.control, scratch.epoch, fold_poll_limit()};
   auto* cells = static_cast<partial_cell<Acc>*>(scratch.partials);
-  if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
-    launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells,
-                                                                           sync);
-    launch_kernel<ordered_fold_partials_kernel<Acc, Op, Out>>(1, block_threads, policy.stream(), device, plan.tiles, init,
-                                                              op, cells, scratch.epoch, out, handoff);
-    lease.launched();
-    return;
+  if constexpr (MayForceStrategy) {
+    if (chosen == tally::strategy::two_pass && plan.tiles > 1) {
+      launch_on_plan_grid<ordered_tile_partials_kernel<Acc, VW, Loader, Op>>(plan, policy, device, load, plan, op, cells,
+                                                                             sync);
+      launch_kernel<ordered_fold_partials_kernel<Acc, Op, Out>>(1, block_threads, policy.stream(), device, plan.tiles, init,
+                                                                op, cells, scratch.epoch, out, handoff);
+      lease.launched();
+      return;
+    }
   }
   launch_on_plan_grid<ordered_single_pass_kernel<Acc, VW, Loader, Op, Out>>(plan, policy, device, load, plan, init, op,
                                                                             cells, sync, out, handoff);
@@ -232,9 +246,13 @@ struct takes_read_hint : std::false_type {};
 template <class Loader>
 struct takes_read_hint<Loader, std::void_t<decltype(Loader::bytes_per_element)>> : std::true_type {};
 
-template <class Acc, int VW, class Loader, class Op, class Out>
+// Fallback: the loader is the element-wise one that a misaligned input falls back to, where an
+// aligned input of the same call has a loader of its own. The fallback compiles the fewest
+// kernels (the one-tile kernel of a whole step and the single pass): a call site pays for the
+// small plans' special kernels once, for the aligned loader (docs/decisions/0006-one-tile-kernels.md).
+template <class Acc, int VW, bool Fallback = false, class Loader, class Op, class Out, class Policy>
 void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
-                   const device_policy& policy, int device, const char* algorithm) {
+                   const Policy& policy, int device, const char* algorithm) {
   static_assert(sizeof(Acc) <= max_accumulator_bytes, "tally: the accumulator type is too large (256 bytes at most)");
   Loader load = given;
   if constexpr (takes_read_hint<Loader>::value) {
@@ -242,7 +260,7 @@ void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* o
   }
   const tally::strategy chosen = choose_strategy<Acc, Op>(policy, algorithm);
   if constexpr (is_commutative_v<Op>) {
-    launch_commutative_reduce<Acc, VW>(load, n, init, op, out, handoff, policy, device, chosen);
+    launch_commutative_reduce<Acc, VW, Fallback>(load, n, init, op, out, handoff, policy, device, chosen);
   } else {
     launch_ordered_reduce<Acc, VW>(load, n, init, op, out, handoff, policy, device, chosen);
   }
@@ -250,9 +268,9 @@ void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* o
 
 // Reduces [first, first + n) on the device into *out (device-writable memory), or when
 // handoff is not null into its words for the host instead (runtime.cuh). n > 0.
-template <class Acc, class It, class Op, class Out>
+template <class Acc, class It, class Op, class Out, class Policy>
 void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
-                   const device_policy& policy, int device, const char* algorithm) {
+                   const Policy& policy, int device, const char* algorithm) {
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
@@ -272,8 +290,9 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
         return;
       }
     }
-    launch_reduce<Acc, vw>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, handoff, policy, device,
-                           algorithm);
+    constexpr bool fallback = (vw > 1 && sizeof(elem) * vw == 16) || sizeof(elem) * vw == wide_chunk_bytes;
+    launch_reduce<Acc, vw, fallback>(iterator_loader<const elem*, V, vw>{data}, n, init, op, out, handoff, policy,
+                                     device, algorithm);
   } else {
     if constexpr (transform_view<It>::single && vw > 1) {
       const auto* data = raw_pointer(first.base());
@@ -326,7 +345,10 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
         return;
       }
     }
-    launch_reduce<Acc, vw>(iterator_loader<It, V, vw>{first}, n, init, op, out, handoff, policy, device, algorithm);
+    constexpr bool fallback =
+        vw > 1 && (transform_view<It>::single || transform_view<It>::indexed || transform_view<It>::paired);
+    launch_reduce<Acc, vw, fallback>(iterator_loader<It, V, vw>{first}, n, init, op, out, handoff, policy, device,
+                                     algorithm);
   }
 }
 
