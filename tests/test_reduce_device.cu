@@ -159,10 +159,11 @@ struct halve_value_of {
 };
 
 // A one-tile plan whose n fills exactly 1, 2, 4, ... chunks of every thread runs a kernel
-// of that many loads per thread; any other n, the kernel of a whole step
-// (single_tile_reduce_kernel). At each such n and one element either side, for 16-, 8- and
-// 4-byte vector widths, through the vector loader, the element-wise loader (a misaligned
-// start) and a transformed loader, the bits are the host's and integer sums are exact.
+// of that many loads per thread; any other n, and every n of a misaligned start's
+// element-wise loader, the kernel of a whole step (single_tile_reduce_kernel). At each such n
+// and one element either side, for 16-, 8- and 4-byte vector widths, through the vector
+// loader, the element-wise loader (a misaligned start) and a transformed loader, the bits are
+// the host's and integer sums are exact.
 template <class T>
 void expect_one_tile_sums_equal_the_host(std::uint64_t salt) {
   const std::size_t row = std::size_t(tally::detail::block_threads) * tally::detail::vector_width_v<T>;
