@@ -151,6 +151,26 @@ static_assert(kind_of<decltype(thrust::seq)> == kind::sequential);
 static_assert(kind_of<users_system> == kind::user_defined);
 }  // namespace policy_kinds
 
+// Whether a device policy may force a strategy is in its type (decision 0021): tally::device
+// and what on, grid_size and nondeterministic make from it compile tally's own choice only;
+// strategy() gives the kind that also compiles the other strategies, and a plain policy
+// converts to it (keeping its stream, grid size and nondeterminism), never the reverse.
+namespace device_policy_types {
+using plain = tally::device_policy;
+using forcing = tally::strategy_forcing_policy;
+static_assert(std::is_same_v<std::remove_cv_t<decltype(tally::device)>, plain>);
+static_assert(std::is_same_v<decltype(tally::device.on(cudaStream_t{}).grid_size(3).nondeterministic()), plain>);
+static_assert(std::is_same_v<decltype(tally::device.strategy(tally::strategy::two_pass)), forcing>);
+static_assert(std::is_same_v<decltype(tally::device.strategy(tally::strategy::two_pass).on(cudaStream_t{})), forcing>);
+static_assert(!plain::may_force_strategy && forcing::may_force_strategy);
+static_assert(std::is_convertible_v<plain, forcing> && !std::is_convertible_v<forcing, plain>);
+static_assert(tally::is_execution_policy_v<plain> && tally::is_execution_policy_v<forcing>);
+constexpr forcing converted = tally::device.grid_size(7).nondeterministic();
+static_assert(converted.forced_grid_size() == 7 && converted.is_nondeterministic() &&
+              converted.forced_strategy() == tally::strategy::automatic);
+static_assert(tally::device.strategy(tally::strategy::warp_atomic).forced_strategy() == tally::strategy::warp_atomic);
+}  // namespace device_policy_types
+
 // Adds, and records which threads called it: each thread once, under a lock.
 struct thread_recording_plus {
   std::mutex* lock;
