@@ -11,6 +11,7 @@
 // equal zeros a minimum keeps) is the plan's, so there the device must give the host
 // backend's bits. A sum's NaN is compared as a NaN only: the GPU's adder returns its one
 // canonical NaN where the host's keeps an operand's payload (docs/determinism.md).
+#include "support/narrow_floats.cuh"
 #include "support/test_support.cuh"
 #include "tally/reduce.cuh"
 
@@ -29,6 +30,8 @@
 namespace {
 
 using tally_test::bits_of;
+using tally_test::from_double;
+using tally_test::to_double;
 using tally_test::seeded;
 
 // Sizes of one tile (up to a step; 1000 ends on a whole 16-byte chunk of a partial step), of
@@ -42,28 +45,6 @@ std::vector<std::size_t> special_sizes(bool many_tiles = false) {
 }
 
 // The value's float image (the accumulator of narrow inputs), exactly.
-template <class V>
-double as_double(V x) {
-  if constexpr (std::is_same_v<V, __half>) {
-    return double(__half2float(x));
-  } else if constexpr (std::is_same_v<V, __nv_bfloat16>) {
-    return double(__bfloat162float(x));
-  } else {
-    return double(x);
-  }
-}
-
-template <class V>
-V from_double(double x) {
-  if constexpr (std::is_same_v<V, __half>) {
-    return __float2half_rn(float(x));
-  } else if constexpr (std::is_same_v<V, __nv_bfloat16>) {
-    return __float2bfloat16_rn(float(x));
-  } else {
-    return static_cast<V>(x);
-  }
-}
-
 // V's largest finite value. (std::numeric_limits is not specialized for the narrow types.)
 template <class V>
 double largest_finite() {
@@ -145,7 +126,7 @@ void expect_subnormal_case_exact(std::size_t n, std::uint64_t salt) {
   seeded s(salt + n);
   SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
   const auto c = make_subnormal_case<V>(n, s.rng);
-  const Acc init = static_cast<Acc>(as_double(c.init));
+  const Acc init = static_cast<Acc>(to_double(c.init));
   const Acc want = exact_sum(c);
   ASSERT_NE(want, Acc(0));
   const Acc host = tally::reduce(tally::host, c.values.begin(), c.values.end(), init);
@@ -208,7 +189,7 @@ std::vector<V> with_planted(std::size_t n, planted p, std::mt19937_64& rng) {
     case planted::overflow_down: {
       // Every value of one sign: the two largest then overflow in any order of additions.
       const double sign = p == planted::overflow_up ? 1.0 : -1.0;
-      for (auto& x : v) x = from_double<V>(sign * std::fabs(as_double(x)));
+      for (auto& x : v) x = from_double<V>(sign * std::fabs(to_double(x)));
       v[0] = from_double<V>(sign * largest);
       v[n - 1] = from_double<V>(sign * largest);
       break;

@@ -28,6 +28,7 @@
 // the non-template functions inline, and the device fixture is one class for all the device
 // translation units (Google Test requires one fixture class per test suite).
 
+#include "support/narrow_floats.cuh"
 #include "support/test_support.cuh"
 #include "tally/tally.cuh"
 
@@ -112,28 +113,6 @@ struct outcome {
 template <class T>
 inline constexpr bool is_float_like_v =
     std::is_floating_point_v<T> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
-template <class T>
-double to_double(const T& x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return double(__half2float(x));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return double(__bfloat162float(x));
-  } else {
-    return double(x);
-  }
-}
-
-template <class T>
-T from_double(double x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half_rn(float(x));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(float(x));
-  } else {
-    return static_cast<T>(x);
-  }
-}
 
 // Bits of significand (with the implicit one) and the machine epsilon of a float-like type.
 template <class T>
