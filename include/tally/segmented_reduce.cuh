@@ -1,0 +1,131 @@
+#pragma once
+// tally::segmented_reduce: one reduction per segment of a range, each with exactly the bits
+// of tally::reduce over that segment alone (issue 36; docs/decisions/0022).
+//
+//   OutIt segmented_reduce(policy, first, offsets_first, offsets_last, out, init, op)
+//       S + 1 offsets delimit S segments: segment s is [first + offsets[s], first +
+//       offsets[s + 1]); out[s] = reduce(segment s, init, op); an empty segment gives init.
+//       Returns out + S.
+//   OutIt segmented_reduce(policy, first, num_segments, segment_size, out, init, op)
+//       segments of segment_size consecutive elements (the rows of a row-major matrix).
+//
+// WORK IN PROGRESS (branch issue36): the host backend only. A device policy is refused at
+// compile time until the device backend of decision 0022 exists.
+
+#include "tally/reduce.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace tally {
+namespace detail {
+
+template <class T, class = void>
+struct is_iterator_like : std::false_type {};
+template <class T>
+struct is_iterator_like<T, std::void_t<typename std::iterator_traits<T>::iterator_category>> : std::true_type {};
+
+// Runs segments [0, count) through `one(s)` on up to max_threads threads (0: one per hardware
+// thread), contiguous runs of segments per thread. Each segment is reduced by one thread,
+// with the host backend's single-thread path: its bits do not depend on the split.
+template <class One>
+void for_each_segment(std::uint64_t count, std::uint64_t total_items, unsigned max_threads, One one) {
+  unsigned threads = 1;
+  if (total_items >= host::parallel_threshold) {
+    static const unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = max_threads ? max_threads : hardware_threads;
+  }
+  threads = unsigned(std::min<std::uint64_t>(threads, count));
+  if (threads <= 1) {
+    for (std::uint64_t s = 0; s < count; ++s) one(s);
+    return;
+  }
+  std::vector<std::thread> workers;
+  std::vector<std::exception_ptr> errors(threads);
+  const std::uint64_t per_thread = (count + threads - 1) / threads;
+  for (unsigned w = 0; w < threads; ++w) {
+    const std::uint64_t from = w * per_thread, to = std::min(count, from + per_thread);
+    workers.emplace_back([&, w, from, to] {
+      try {
+        for (std::uint64_t s = from; s < to; ++s) one(s);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  for (auto& error : errors)
+    if (error) std::rethrow_exception(error);
+}
+
+template <class It, class OffsetIt, class OutIt, class T, class Op>
+OutIt segmented_reduce_impl(const host_policy& policy, It first, OffsetIt offsets_first, OffsetIt offsets_last,
+                            OutIt out, T init, Op op) {
+  constexpr const char* algorithm = "segmented_reduce";
+  check_operator<T, Op, iterator_value_t<It>>();
+  const std::uint64_t offsets = checked_distance(offsets_first, offsets_last, algorithm);
+  if (offsets == 0)
+    throw_invalid_argument(algorithm, "the offsets are empty; S segments need S + 1 offsets (one offset: no segments)");
+  const std::uint64_t segments = offsets - 1;
+  // Offsets are read once, checked before anything is reduced.
+  std::vector<std::uint64_t> begins(offsets);
+  std::uint64_t previous = 0;
+  for (std::uint64_t s = 0; s < offsets; ++s) {
+    const auto offset = offsets_first[static_cast<std::ptrdiff_t>(s)];
+    if constexpr (std::is_signed_v<std::remove_cv_t<decltype(offset)>>) {
+      if (offset < 0)
+        throw_invalid_argument(algorithm, "offset " + std::to_string(s) + " is negative; offsets index the input from 0");
+    }
+    begins[s] = static_cast<std::uint64_t>(offset);
+    if (s > 0 && begins[s] < previous)
+      throw_invalid_argument(algorithm, "offsets " + std::to_string(s - 1) + " and " + std::to_string(s) +
+                                            " decrease; offsets must not decrease (segment s is [offsets[s], offsets[s + 1]))");
+    previous = begins[s];
+  }
+  const std::uint64_t total = segments > 0 ? begins[segments] - begins[0] : 0;
+  for_each_segment(segments, total, policy.thread_count(), [&](std::uint64_t s) {
+    const auto segment_first = first + static_cast<std::ptrdiff_t>(begins[s]);
+    out[static_cast<std::ptrdiff_t>(s)] =
+        host::reduce(segment_first, begins[s + 1] - begins[s], init, op, 1u, plan_vector_width_v<It>);
+  });
+  return out + static_cast<std::ptrdiff_t>(segments);
+}
+
+template <class P>
+constexpr void require_host_policy_for_now() {
+  static_assert(std::is_same_v<P, host_policy>,
+                "tally::segmented_reduce: only the host backend exists on this branch (issue 36); pass tally::host");
+}
+
+}  // namespace detail
+
+template <class Policy, class It, class OffsetIt, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0,
+          std::enable_if_t<detail::is_iterator_like<OffsetIt>::value, int> = 0>
+OutIt segmented_reduce(const Policy& policy, It first, OffsetIt offsets_first, OffsetIt offsets_last, OutIt out, T init,
+                       Op op) {
+  const auto p = detail::normalize_policy(policy);
+  detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
+  return detail::segmented_reduce_impl(p, first, offsets_first, offsets_last, out, init, op);
+}
+
+template <class Policy, class It, class Count, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0,
+          std::enable_if_t<std::is_integral_v<Count>, int> = 0>
+OutIt segmented_reduce(const Policy& policy, It first, Count num_segments, Count segment_size, OutIt out, T init,
+                       Op op) {
+  if (num_segments < 0 || segment_size < 0)
+    detail::throw_invalid_argument("segmented_reduce", "num_segments and segment_size must not be negative");
+  const auto p = detail::normalize_policy(policy);
+  detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
+  // S + 1 offsets 0, size, 2 * size, ..., read through a counting view.
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(num_segments) + 1);
+  for (std::size_t s = 0; s < offsets.size(); ++s) offsets[s] = static_cast<std::int64_t>(s) * std::int64_t(segment_size);
+  return detail::segmented_reduce_impl(p, first, offsets.begin(), offsets.end(), out, init, op);
+}
+
+}  // namespace tally

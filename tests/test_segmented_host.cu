@@ -1,0 +1,144 @@
+// tally::segmented_reduce on the host (issue 36, branch work in progress): every segment has
+// the bits of tally::reduce over that segment alone, whatever the mix of segment sizes and the
+// thread count; integer segments equal an exact reference; an operator that is not commutative
+// keeps each segment's left-to-right order; empty segments give init; bad offsets are refused
+// before anything is written.
+
+#include "support/test_support.cuh"
+#include "tally/segmented_reduce.cuh"
+#include "tally/tally.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tally_test;
+
+// Offsets for the size classes of issue 36: all 1, 4, 32, 256, 4096, one segment across a
+// step boundary, random 1-64, and a tenth empty, mixed.
+std::vector<std::int64_t> mixed_offsets(std::mt19937_64& rng, std::size_t segments) {
+  const std::size_t classes[] = {0, 1, 4, 32, 256, 4096, 8193, 70000};
+  std::uniform_int_distribution<std::size_t> pick(0, std::size(classes) - 1), small(1, 64), tenth(0, 9);
+  std::vector<std::int64_t> offsets{0};
+  for (std::size_t s = 0; s < segments; ++s) {
+    std::size_t size = tenth(rng) == 0 ? 0 : (s % 3 == 0 ? small(rng) : classes[pick(rng)]);
+    offsets.push_back(offsets.back() + static_cast<std::int64_t>(size));
+  }
+  return offsets;
+}
+
+template <class T>
+void expect_each_segment_is_its_own_reduce(unsigned threads, std::uint64_t salt) {
+  seeded s(salt);
+  SCOPED_TRACE(s.trace() + ", threads " + std::to_string(threads));
+  const auto offsets = mixed_offsets(s.rng, 300);
+  const auto v = random_values<T>(static_cast<std::size_t>(offsets.back()), s.rng);
+  const T init = static_cast<T>(3);
+  std::vector<T> out(offsets.size() - 1, static_cast<T>(-12345));  // poisoned
+  const auto end = tally::segmented_reduce(tally::host.threads(threads), v.begin(), offsets.begin(), offsets.end(),
+                                           out.begin(), init, tally::plus<T>{});
+  EXPECT_EQ(end, out.end());
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    const auto first = v.begin() + offsets[i], last = v.begin() + offsets[i + 1];
+    const T alone = tally::reduce(tally::host, first, last, init, tally::plus<T>{});
+    ASSERT_EQ(bits_of(out[i]), bits_of(alone)) << "segment " << i << " of " << (last - first) << " elements";
+    if constexpr (std::is_integral_v<T>) {
+      ASSERT_EQ(out[i], reference_sum<T>(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), init))
+          << "segment " << i;
+    } else if (first == last) {
+      ASSERT_EQ(bits_of(out[i]), bits_of(init)) << "empty segment " << i;
+    }
+  }
+}
+
+TEST(segmented_host, each_float_segment_has_the_bits_of_its_own_reduce) {
+  expect_each_segment_is_its_own_reduce<float>(0, 11);
+  expect_each_segment_is_its_own_reduce<float>(1, 11);
+  expect_each_segment_is_its_own_reduce<float>(3, 11);
+}
+
+TEST(segmented_host, each_double_and_integer_segment_is_right) {
+  expect_each_segment_is_its_own_reduce<double>(0, 12);
+  expect_each_segment_is_its_own_reduce<int>(0, 13);
+  expect_each_segment_is_its_own_reduce<long long>(2, 14);
+}
+
+// Affine maps x -> a x + b under composition, in unsigned arithmetic (exact, wrapping): an
+// associative operator that is not commutative (nor marked so), so each segment takes the
+// order-preserving plan and must equal the left fold of its maps.
+struct affine {
+  std::uint64_t a, b;
+  bool operator==(const affine& o) const { return a == o.a && b == o.b; }
+};
+struct then_apply {  // first `first`, then `second`
+  affine operator()(const affine& first, const affine& second) const {
+    return {first.a * second.a, first.b * second.a + second.b};
+  }
+};
+
+TEST(segmented_host, an_operator_that_is_not_commutative_keeps_each_segments_order) {
+  seeded s(15);
+  SCOPED_TRACE(s.trace());
+  const auto offsets = mixed_offsets(s.rng, 120);
+  std::vector<affine> v(static_cast<std::size_t>(offsets.back()));
+  std::uniform_int_distribution<std::uint64_t> any;
+  for (auto& m : v) m = {any(s.rng) | 1u, any(s.rng)};
+  const affine identity{1, 0};
+  std::vector<affine> out(offsets.size() - 1, affine{0, 0});
+  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), out.begin(), identity, then_apply{});
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    const affine want = std::accumulate(v.begin() + offsets[i], v.begin() + offsets[i + 1], identity, then_apply{});
+    ASSERT_TRUE(out[i] == want) << "segment " << i << " of " << (offsets[i + 1] - offsets[i]) << " maps";
+  }
+}
+
+TEST(segmented_host, fixed_size_segments_are_the_rows_of_a_matrix) {
+  seeded s(16);
+  SCOPED_TRACE(s.trace());
+  const int rows = 37, columns = 1000;
+  const auto v = random_values<float>(std::size_t(rows) * columns, s.rng);
+  std::vector<float> out(rows, -1.0f);
+  const auto end = tally::segmented_reduce(tally::host, v.begin(), rows, columns, out.begin(), 0.5f, tally::plus<float>{});
+  EXPECT_EQ(end, out.end());
+  for (int r = 0; r < rows; ++r) {
+    const float alone = tally::reduce(tally::host, v.begin() + r * columns, v.begin() + (r + 1) * columns, 0.5f);
+    EXPECT_EQ(bits_of(out[r]), bits_of(alone)) << "row " << r;
+  }
+  // No segments, and segments of no elements.
+  EXPECT_EQ(tally::segmented_reduce(tally::host, v.begin(), 0, columns, out.begin(), 0.5f, tally::plus<float>{}),
+            out.begin());
+  tally::segmented_reduce(tally::host, v.begin(), 3, 0, out.begin(), 0.5f, tally::plus<float>{});
+  EXPECT_EQ(out[0], 0.5f);
+  EXPECT_EQ(out[2], 0.5f);
+}
+
+TEST(segmented_host, decreasing_negative_or_missing_offsets_are_refused_before_anything_is_written) {
+  const std::vector<int> v(100, 1);
+  std::vector<int> out(4, -7);
+  const std::vector<int> decreasing{0, 10, 5, 20};
+  const std::vector<int> negative{-1, 10};
+  const std::vector<int> none;
+  auto expect_refused = [&](const std::vector<int>& offsets, const char* words) {
+    try {
+      tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), out.begin(), 0, tally::plus<int>{});
+      ADD_FAILURE() << "accepted offsets that should be refused (" << words << ")";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("segmented_reduce"), std::string::npos) << what;
+      EXPECT_NE(what.find(words), std::string::npos) << what;
+    }
+    for (int x : out) EXPECT_EQ(x, -7) << "written before the refusal";
+  };
+  expect_refused(decreasing, "decrease");
+  expect_refused(negative, "negative");
+  expect_refused(none, "empty");
+}
+
+}  // namespace
