@@ -9,6 +9,8 @@
 #include "tally/tally.cuh"
 
 #include <gtest/gtest.h>
+#include <thrust/execution_policy.h>
+#include <thrust/reduce.h>
 
 #include <cstdint>
 #include <numeric>
@@ -139,6 +141,55 @@ TEST(segmented_host, decreasing_negative_or_missing_offsets_are_refused_before_a
   expect_refused(decreasing, "decrease");
   expect_refused(negative, "negative");
   expect_refused(none, "empty");
+}
+
+// Keys in runs of the issue's size classes; integer values against thrust::reduce_by_key on
+// the host (exact), float values against tally::reduce over each run alone (bits).
+TEST(segmented_host, reduce_by_key_gives_thrusts_runs_and_each_runs_own_reduce) {
+  seeded s(17);
+  SCOPED_TRACE(s.trace());
+  const auto offsets = mixed_offsets(s.rng, 200);
+  const std::size_t n = static_cast<std::size_t>(offsets.back());
+  std::vector<int> keys(n);
+  int key = 5;
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    if (offsets[i] == offsets[i + 1]) continue;
+    key += 1 + int(i % 3);  // neighbouring runs never share a key
+    for (auto j = offsets[i]; j < offsets[i + 1]; ++j) keys[std::size_t(j)] = key;
+  }
+  const auto ints = random_values<int>(n, s.rng);
+  std::vector<int> keys_out(n, -1), values_out(n, -1), thrust_keys(n), thrust_values(n);
+  const auto ends = tally::reduce_by_key(tally::host, keys.begin(), keys.end(), ints.begin(), keys_out.begin(),
+                                         values_out.begin());
+  const auto thrust_ends = thrust::reduce_by_key(thrust::host, keys.begin(), keys.end(), ints.begin(),
+                                                 thrust_keys.begin(), thrust_values.begin());
+  ASSERT_EQ(ends.first - keys_out.begin(), thrust_ends.first - thrust_keys.begin());
+  ASSERT_EQ(ends.second - values_out.begin(), thrust_ends.second - thrust_values.begin());
+  const auto runs = ends.first - keys_out.begin();
+  ASSERT_GT(runs, 100);
+  for (std::ptrdiff_t r = 0; r < runs; ++r) {
+    ASSERT_EQ(keys_out[r], thrust_keys[r]) << "run " << r;
+    ASSERT_EQ(values_out[r], thrust_values[r]) << "run " << r;
+  }
+  const auto floats = random_values<float>(n, s.rng);
+  std::vector<float> float_out(n, -1.0f);
+  tally::reduce_by_key(tally::host.threads(2), keys.begin(), keys.end(), floats.begin(), keys_out.begin(),
+                       float_out.begin());
+  std::size_t run_begin = 0;
+  for (std::ptrdiff_t r = 0; r < runs; ++r) {
+    std::size_t run_end = run_begin + 1;
+    while (run_end < n && keys[run_end] == keys[run_begin]) ++run_end;
+    const float alone = tally::reduce(tally::host, floats.begin() + std::ptrdiff_t(run_begin) + 1,
+                                      floats.begin() + std::ptrdiff_t(run_end), floats[run_begin]);
+    ASSERT_EQ(bits_of(float_out[r]), bits_of(alone)) << "run " << r << " of " << (run_end - run_begin);
+    run_begin = run_end;
+  }
+  EXPECT_EQ(run_begin, n);
+  // Empty input: no runs.
+  const auto none = tally::reduce_by_key(tally::host, keys.begin(), keys.begin(), ints.begin(), keys_out.begin(),
+                                         values_out.begin());
+  EXPECT_EQ(none.first, keys_out.begin());
+  EXPECT_EQ(none.second, values_out.begin());
 }
 
 }  // namespace

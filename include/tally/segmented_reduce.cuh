@@ -14,13 +14,18 @@
 
 #include "tally/reduce.cuh"
 
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <iterator>
 #include <string>
 #include <thread>
+#include <functional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tally {
@@ -97,6 +102,12 @@ OutIt segmented_reduce_impl(const host_policy& policy, It first, OffsetIt offset
   return out + static_cast<std::ptrdiff_t>(segments);
 }
 
+// The fixed-size form's offsets: s -> s * size.
+struct scaled_by {
+  std::int64_t size;
+  __host__ __device__ std::int64_t operator()(std::int64_t s) const { return s * size; }
+};
+
 template <class P>
 constexpr void require_host_policy_for_now() {
   static_assert(std::is_same_v<P, host_policy>,
@@ -122,10 +133,62 @@ OutIt segmented_reduce(const Policy& policy, It first, Count num_segments, Count
     detail::throw_invalid_argument("segmented_reduce", "num_segments and segment_size must not be negative");
   const auto p = detail::normalize_policy(policy);
   detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
-  // S + 1 offsets 0, size, 2 * size, ..., read through a counting view.
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(num_segments) + 1);
-  for (std::size_t s = 0; s < offsets.size(); ++s) offsets[s] = static_cast<std::int64_t>(s) * std::int64_t(segment_size);
-  return detail::segmented_reduce_impl(p, first, offsets.begin(), offsets.end(), out, init, op);
+  // S + 1 offsets 0, size, 2 * size, ..., computed as they are read.
+  const auto offsets = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
+                                                       detail::scaled_by{std::int64_t(segment_size)});
+  return detail::segmented_reduce_impl(p, first, offsets, offsets + (std::int64_t(num_segments) + 1), out, init, op);
+}
+
+// ---- reduce_by_key: Thrust's signature and result ----
+//   pair<KeysOut, ValuesOut> reduce_by_key(policy, keys_first, keys_last, values_first, keys_out,
+//                                          values_out[, key_equal[, op]])
+// Each run of consecutive equal keys (key_equal, default ==) gives its first key and the
+// reduction of its values with op (default plus), with no init: a run's result is
+// tally::reduce over the run's values from its first value, as Thrust's is, so its bits are
+// those of tally::reduce(run's second value .. end, first value, op).
+template <class Policy, class KeysIt, class ValuesIt, class KeysOut, class ValuesOut, class KeyEqual, class Op,
+          detail::enable_if_policy_t<Policy> = 0>
+std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_first, KeysIt keys_last,
+                                            ValuesIt values_first, KeysOut keys_out, ValuesOut values_out,
+                                            KeyEqual key_equal, Op op) {
+  const auto p = detail::normalize_policy(policy);
+  detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
+  using value_t = typename std::iterator_traits<ValuesIt>::value_type;
+  const std::uint64_t n = detail::checked_distance(keys_first, keys_last, "reduce_by_key");
+  std::vector<std::uint64_t> run_begins;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (i == 0 || !key_equal(keys_first[static_cast<std::ptrdiff_t>(i - 1)], keys_first[static_cast<std::ptrdiff_t>(i)]))
+      run_begins.push_back(i);
+  }
+  const std::uint64_t runs = run_begins.size();
+  run_begins.push_back(n);
+  detail::for_each_segment(runs, n, p.thread_count(), [&](std::uint64_t r) {
+    const auto b = static_cast<std::ptrdiff_t>(run_begins[r]);
+    const std::uint64_t length = run_begins[r + 1] - run_begins[r];
+    keys_out[static_cast<std::ptrdiff_t>(r)] = keys_first[b];
+    values_out[static_cast<std::ptrdiff_t>(r)] = detail::host::reduce(
+        values_first + (b + 1), length - 1, static_cast<value_t>(values_first[b]), op, 1u,
+        detail::plan_vector_width_v<ValuesIt>);
+  });
+  return {keys_out + static_cast<std::ptrdiff_t>(runs), values_out + static_cast<std::ptrdiff_t>(runs)};
+}
+
+template <class Policy, class KeysIt, class ValuesIt, class KeysOut, class ValuesOut, class KeyEqual,
+          detail::enable_if_policy_t<Policy> = 0>
+std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_first, KeysIt keys_last,
+                                            ValuesIt values_first, KeysOut keys_out, ValuesOut values_out,
+                                            KeyEqual key_equal) {
+  using value_t = typename std::iterator_traits<ValuesIt>::value_type;
+  return tally::reduce_by_key(policy, keys_first, keys_last, values_first, keys_out, values_out, key_equal,
+                              plus<value_t>{});
+}
+
+template <class Policy, class KeysIt, class ValuesIt, class KeysOut, class ValuesOut,
+          detail::enable_if_policy_t<Policy> = 0>
+std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_first, KeysIt keys_last,
+                                            ValuesIt values_first, KeysOut keys_out, ValuesOut values_out) {
+  return tally::reduce_by_key(policy, keys_first, keys_last, values_first, keys_out, values_out,
+                              std::equal_to<>{});
 }
 
 }  // namespace tally
