@@ -9,9 +9,14 @@
 //   OutIt segmented_reduce(policy, first, num_segments, segment_size, out, init, op)
 //       segments of segment_size consecutive elements (the rows of a row-major matrix).
 //
-// WORK IN PROGRESS (branch issue36): the host backend only. A device policy is refused at
-// compile time until the device backend of decision 0022 exists.
+// Under a device policy the input, the offsets and out must be device-accessible, and the
+// call returns without waiting (like reduce_into): out is written on the policy's stream.
+// Offsets that a device reads are not checked on the host: a segment whose bounds are
+// negative or decrease gives init and reads nothing. The device backend takes commutative
+// operators and accumulators of at most 64 bytes so far (docs/segmented.md).
 
+#include "tally/detail/dispatch/segmented_dispatch.cuh"
+#include "tally/detail/segment_bounds.cuh"
 #include "tally/reduce.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
@@ -108,10 +113,63 @@ struct scaled_by {
   __host__ __device__ std::int64_t operator()(std::int64_t s) const { return s * size; }
 };
 
-template <class P>
-constexpr void require_host_policy_for_now() {
-  static_assert(std::is_same_v<P, host_policy>,
-                "tally::segmented_reduce: only the host backend exists on this branch (issue 36); pass tally::host");
+// A device iterator as the kernels take it: the raw pointer of a contiguous one (checked to be
+// device-accessible where the range is not empty), any other as it is.
+template <class It>
+auto device_view(It it, bool used, int device, const char* what) {
+  static_assert(std::is_pointer_v<It> || !is_host_only_iterator_v<It>,
+                "tally::segmented_reduce: under a device policy the input, the offsets and out must be device "
+                "iterators (copy host data to a device_vector first, or use tally::host)");
+  if constexpr (is_contiguous_v<It>) {
+    if (!used) return decltype(raw_pointer(it)){};
+    const auto p = raw_pointer(it);
+    check_device_accessible(p, properties(device), "segmented_reduce", what);
+    return p;
+  } else {
+    (void)used;
+    (void)device;
+    (void)what;
+    return it;
+  }
+}
+
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+inline bool overlaps(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+template <class OutIt, class It>
+void check_output_apart(OutIt out, std::uint64_t segments, It in, std::uint64_t in_items, const char* what) {
+  if constexpr (is_contiguous_v<OutIt> && is_contiguous_v<It>) {
+    if (segments == 0 || in_items == 0) return;
+    const auto* o = raw_pointer(out);
+    const auto* i = raw_pointer(in);
+    if (overlaps(o, segments * sizeof(*o), i, in_items * sizeof(*i)))
+      throw_invalid_argument("segmented_reduce", std::string("out overlaps ") + what +
+                                                     ", which the reduction still reads while it writes; pass an "
+                                                     "output range of its own");
+  }
+}
+
+template <class It, class Bounds, class OutIt, class T, class Op, bool MayForceStrategy>
+OutIt device_segmented(const basic_device_policy<MayForceStrategy>& policy, It first, Bounds make_bounds,
+                       std::uint64_t segments, std::uint64_t longest, OutIt out, T init, Op op) {
+  check_operator<T, Op, iterator_value_t<It>>();
+  static_assert(moves_as_bytes_v<T>,
+                "tally::segmented_reduce: a device reduction moves init's type as bytes, so it must be trivially "
+                "copyable, or copy-constructible and trivially destructible");
+  if constexpr (operator_fits_v<T, Op, iterator_value_t<It>> && moves_as_bytes_v<T>) {
+    if (segments == 0) return out;
+    algorithm_scope scope("segmented_reduce");
+    if (segments >= (std::uint64_t(1) << 32))
+      throw_invalid_argument("segmented_reduce", "there are 2^32 segments or more; split the call into calls of fewer");
+    const int device = current_device();
+    const auto in = device_view(first, true, device, "the input range");
+    const auto to = device_view(out, true, device, "out");
+    device_segmented_reduce(in, make_bounds(device), segments, longest, to, init, op, policy, device);
+  }
+  return out + static_cast<typename std::iterator_traits<OutIt>::difference_type>(segments);
 }
 
 }  // namespace detail
@@ -121,8 +179,61 @@ template <class Policy, class It, class OffsetIt, class OutIt, class T, class Op
 OutIt segmented_reduce(const Policy& policy, It first, OffsetIt offsets_first, OffsetIt offsets_last, OutIt out, T init,
                        Op op) {
   const auto p = detail::normalize_policy(policy);
-  detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
-  return detail::segmented_reduce_impl(p, first, offsets_first, offsets_last, out, init, op);
+  if constexpr (std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>) {
+    return detail::segmented_reduce_impl(p, first, offsets_first, offsets_last, out, init, op);
+  } else {
+    const std::uint64_t offsets = detail::checked_distance(offsets_first, offsets_last, "segmented_reduce");
+    if (offsets == 0)
+      detail::throw_invalid_argument("segmented_reduce",
+                                     "the offsets are empty; S segments need S + 1 offsets (one offset: no segments)");
+    detail::check_output_apart(out, offsets - 1, offsets_first, offsets, "the offsets");
+    const auto bounds = [&](int device) {
+      return detail::offset_bounds<decltype(detail::device_view(offsets_first, true, 0, ""))>{
+          detail::device_view(offsets_first, true, device, "the offsets")};
+    };
+    return detail::device_segmented(p, first, bounds, offsets - 1, 0, out, init, op);
+  }
+}
+
+// Begin and end offsets apart, as CUB's DeviceSegmentedReduce takes them: segment s is
+// [first + begins[s], first + ends[s]). Returns out + S.
+template <class Policy, class It, class BeginIt, class EndIt, class OutIt, class T, class Op,
+          detail::enable_if_policy_t<Policy> = 0>
+OutIt segmented_reduce(const Policy& policy, It first, BeginIt begins_first, BeginIt begins_last, EndIt ends_first,
+                       OutIt out, T init, Op op) {
+  const auto p = detail::normalize_policy(policy);
+  const std::uint64_t segments = detail::checked_distance(begins_first, begins_last, "segmented_reduce");
+  if constexpr (std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>) {
+    detail::check_operator<T, Op, detail::iterator_value_t<It>>();
+    for (std::uint64_t s = 0; s < segments; ++s) {
+      const auto b = static_cast<std::int64_t>(begins_first[static_cast<std::ptrdiff_t>(s)]);
+      const auto e = static_cast<std::int64_t>(ends_first[static_cast<std::ptrdiff_t>(s)]);
+      if (b < 0 || e < b)
+        detail::throw_invalid_argument("segmented_reduce", "segment " + std::to_string(s) +
+                                                               " has a negative begin or ends before it begins; "
+                                                               "each segment needs 0 <= begin <= end");
+    }
+    std::uint64_t total = 0;
+    for (std::uint64_t s = 0; s < segments; ++s)
+      total += std::uint64_t(ends_first[static_cast<std::ptrdiff_t>(s)] - begins_first[static_cast<std::ptrdiff_t>(s)]);
+    detail::for_each_segment(segments, total, p.thread_count(), [&](std::uint64_t s) {
+      const auto b = static_cast<std::ptrdiff_t>(begins_first[static_cast<std::ptrdiff_t>(s)]);
+      const auto e = static_cast<std::ptrdiff_t>(ends_first[static_cast<std::ptrdiff_t>(s)]);
+      out[static_cast<std::ptrdiff_t>(s)] =
+          detail::host::reduce(first + b, std::uint64_t(e - b), init, op, 1u, detail::plan_vector_width_v<It>);
+    });
+    return out + static_cast<std::ptrdiff_t>(segments);
+  } else {
+    detail::check_output_apart(out, segments, begins_first, segments, "the begin offsets");
+    detail::check_output_apart(out, segments, ends_first, segments, "the end offsets");
+    const auto bounds = [&](int device) {
+      using B = decltype(detail::device_view(begins_first, true, 0, ""));
+      using E = decltype(detail::device_view(ends_first, true, 0, ""));
+      return detail::begin_end_bounds<B, E>{detail::device_view(begins_first, true, device, "the begin offsets"),
+                                            detail::device_view(ends_first, true, device, "the end offsets")};
+    };
+    return detail::device_segmented(p, first, bounds, segments, 0, out, init, op);
+  }
 }
 
 template <class Policy, class It, class Count, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0,
@@ -132,11 +243,20 @@ OutIt segmented_reduce(const Policy& policy, It first, Count num_segments, Count
   if (num_segments < 0 || segment_size < 0)
     detail::throw_invalid_argument("segmented_reduce", "num_segments and segment_size must not be negative");
   const auto p = detail::normalize_policy(policy);
-  detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
-  // S + 1 offsets 0, size, 2 * size, ..., computed as they are read.
-  const auto offsets = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
-                                                       detail::scaled_by{std::int64_t(segment_size)});
-  return detail::segmented_reduce_impl(p, first, offsets, offsets + (std::int64_t(num_segments) + 1), out, init, op);
+  if constexpr (std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>) {
+    // S + 1 offsets 0, size, 2 * size, ..., computed as they are read.
+    const auto offsets = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
+                                                         detail::scaled_by{std::int64_t(segment_size)});
+    return detail::segmented_reduce_impl(p, first, offsets, offsets + (std::int64_t(num_segments) + 1), out, init, op);
+  } else {
+    const std::uint64_t segments = std::uint64_t(num_segments), size = std::uint64_t(segment_size);
+    if (size != 0 && segments > std::uint64_t(INT64_MAX) / size)
+      detail::throw_invalid_argument("segmented_reduce", "num_segments * segment_size overflows 64 bits");
+    detail::check_output_apart(out, segments, first, segments * size, "the input range");
+    const auto bounds = [size](int) { return detail::fixed_size_bounds{size}; };
+    // A longest segment of 0 would mean "not known": an empty one is at most 1 long.
+    return detail::device_segmented(p, first, bounds, segments, size == 0 ? 1 : size, out, init, op);
+  }
 }
 
 // ---- reduce_by_key: Thrust's signature and result ----
@@ -152,7 +272,8 @@ std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_fi
                                             ValuesIt values_first, KeysOut keys_out, ValuesOut values_out,
                                             KeyEqual key_equal, Op op) {
   const auto p = detail::normalize_policy(policy);
-  detail::require_host_policy_for_now<std::remove_cv_t<decltype(p)>>();
+  static_assert(std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>,
+                "tally::reduce_by_key: only the host backend exists so far (issue 36); pass tally::host");
   using value_t = typename std::iterator_traits<ValuesIt>::value_type;
   const std::uint64_t n = detail::checked_distance(keys_first, keys_last, "reduce_by_key");
   std::vector<std::uint64_t> run_begins;

@@ -1,0 +1,311 @@
+// tally::segmented_reduce on the device (issue 36): every segment has the bits of
+// tally::reduce over that segment alone, on the device and the host, for every size class
+// (a lane, a warp, a block, a long segment whole or split over blocks), every offsets form,
+// empty and bad segments; integer segments equal an exact reference and float segments an
+// accurate one; outputs are poisoned before each run.
+
+#include "support/test_support.cuh"
+#include "tally/segmented_reduce.cuh"
+#include "tally/tally.cuh"
+
+#include <gtest/gtest.h>
+#include <thrust/device_vector.h>
+#include <thrust/host_vector.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tally_test;
+
+class segmented_device : public device_test {};
+
+// Sizes at every edge of the size classes for 4- and 8-byte values (VW = 4 and 2: a lane takes
+// up to VW, a warp up to 256 * VW, a block up to one step of 2048 * VW), plus long segments of
+// several tiles, random small ones and empty ones.
+std::vector<std::int64_t> class_edge_offsets(std::mt19937_64& rng, std::size_t extra_random) {
+  std::vector<std::size_t> sizes = {0,    1,    2,    3,    4,    5,    7,    8,     9,     31,    32,
+                                    33,   63,   64,   65,   127,  128,  129,  511,   512,   513,   1023,
+                                    1024, 1025, 4095, 4096, 4097, 8191, 8192, 8193,  16384, 16385, 3 * 8192 + 5,
+                                    100000, 0, 0};
+  std::uniform_int_distribution<std::size_t> small(0, 300);
+  for (std::size_t i = 0; i < extra_random; ++i) sizes.push_back(small(rng));
+  std::shuffle(sizes.begin(), sizes.end(), rng);
+  std::vector<std::int64_t> offsets{0};
+  for (std::size_t size : sizes) offsets.push_back(offsets.back() + std::int64_t(size));
+  return offsets;
+}
+
+template <class T>
+std::vector<T> poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(static_cast<void*>(v.data()), 0xA5, n * sizeof(T));
+  return v;
+}
+
+// out[s] against tally::reduce of segment s on the host (the same bits by the plan), and the
+// sum's exact or accurate value.
+template <class T, class OffsetVec>
+void expect_segments(const std::vector<T>& v, const OffsetVec& begins, const OffsetVec& ends, const std::vector<T>& out,
+                     T init) {
+  for (std::size_t s = 0; s < out.size(); ++s) {
+    const std::int64_t b = begins[s], e = ends[s];
+    const T alone = tally::reduce(tally::host, v.begin() + b, v.begin() + e, init, tally::plus<T>{});
+    ASSERT_EQ(bits_of(out[s]), bits_of(alone)) << "segment " << s << " of " << (e - b) << " elements";
+    if constexpr (std::is_integral_v<T>) {
+      ASSERT_EQ(out[s], reference_sum<T>(v, std::size_t(b), std::size_t(e), init)) << "segment " << s;
+    } else if (e - b > 0) {
+      ASSERT_TRUE(sum_is_near(out[s], reference_sum<double>(v, std::size_t(b), std::size_t(e), double(init)),
+                              sum_error_bound(v, std::size_t(b), std::size_t(e), double(init))))
+          << "segment " << s << " of " << (e - b) << " elements";
+    } else {
+      ASSERT_EQ(bits_of(out[s]), bits_of(init)) << "empty segment " << s;
+    }
+  }
+}
+
+template <class T>
+void check_offsets_form(std::uint64_t salt, std::size_t extra_random, std::size_t value_offset) {
+  seeded s(salt);
+  SCOPED_TRACE(s.trace());
+  const auto offsets = class_edge_offsets(s.rng, extra_random);
+  auto v = random_values<T>(std::size_t(offsets.back()), s.rng);
+  if constexpr (std::is_floating_point_v<T>)
+    for (auto& x : v) x += T(0.25);  // sums away from 0, so that the accurate check can tell them from 0
+  device_buffer<T> in(v, value_offset);
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  const std::size_t segments = offsets.size() - 1;
+  thrust::device_vector<T> d_out(poisoned<T>(segments));
+  const T init = T(3);
+  const auto end = tally::segmented_reduce(tally::device, in.data(), d_offsets.begin(), d_offsets.end(),
+                                           d_out.begin(), init, tally::plus<T>{});
+  EXPECT_EQ(end, d_out.end());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const thrust::host_vector<T> h_out = d_out;
+  const std::vector<T> out(h_out.begin(), h_out.end());
+  const std::vector<std::int64_t> begins(offsets.begin(), offsets.end() - 1), ends(offsets.begin() + 1, offsets.end());
+  expect_segments(v, begins, ends, out, init);
+  // And the same bits as the host backend's segmented_reduce, and as tally::reduce on the device
+  // for a few segments.
+  std::vector<T> host_out = poisoned<T>(segments);
+  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), host_out.begin(), init,
+                          tally::plus<T>{});
+  for (std::size_t i = 0; i < segments; ++i) ASSERT_EQ(bits_of(out[i]), bits_of(host_out[i])) << "segment " << i;
+  for (std::size_t i = 0; i < segments; i += 7) {
+    const T alone = tally::reduce(tally::device, in.data() + offsets[i], in.data() + offsets[i + 1], init,
+                                  tally::plus<T>{});
+    ASSERT_EQ(bits_of(out[i]), bits_of(alone)) << "segment " << i << " against tally::reduce on the device";
+  }
+}
+
+TEST_F(segmented_device, every_size_class_float) { check_offsets_form<float>(1, 400, 0); }
+TEST_F(segmented_device, every_size_class_float_misaligned) { check_offsets_form<float>(2, 100, 3); }
+TEST_F(segmented_device, every_size_class_double) { check_offsets_form<double>(3, 400, 1); }
+TEST_F(segmented_device, every_size_class_int) { check_offsets_form<int>(4, 400, 0); }
+TEST_F(segmented_device, every_size_class_long_long) { check_offsets_form<long long>(5, 50, 0); }
+
+// Long segments of many tiles: more than segment_split_max of them (so some are reduced whole
+// by one block and others split over many), and one of more than block_threads tiles, whose
+// chains fold several partials each.
+TEST_F(segmented_device, long_segments_whole_and_split) {
+  seeded s(6);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::int64_t> offsets{0};
+  std::uniform_int_distribution<std::int64_t> size(8193, 5 * 8192);
+  for (int i = 0; i < 150; ++i) offsets.push_back(offsets.back() + size(s.rng));
+  offsets.push_back(offsets.back() + (under_sanitizer() ? 300000 : 2100000 + 3));  // 257 tiles of floats
+  auto v = random_values<float>(std::size_t(offsets.back()), s.rng);
+  for (auto& x : v) x += 0.25f;
+  const thrust::device_vector<float> d_v(v.begin(), v.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  thrust::device_vector<float> d_out(poisoned<float>(offsets.size() - 1));
+  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), -1.5f,
+                          tally::plus<float>{});
+  const thrust::host_vector<float> h_out = d_out;
+  const std::vector<std::int64_t> begins(offsets.begin(), offsets.end() - 1), ends(offsets.begin() + 1, offsets.end());
+  expect_segments(v, begins, ends, std::vector<float>(h_out.begin(), h_out.end()), -1.5f);
+}
+
+// One segment over 2^24 + 3 doubles: tiles of two steps (the plan's longest-tile case), split.
+TEST_F(segmented_device, one_huge_segment_is_reduce) {
+  if (under_sanitizer()) GTEST_SKIP() << "134 MB input; long_segments_whole_and_split covers the split path";
+  seeded s(7);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = (std::size_t(1) << 24) + 3;
+  auto v = random_values<double>(n, s.rng);
+  for (auto& x : v) x += 0.25;
+  const thrust::device_vector<double> d_v(v.begin(), v.end());
+  const thrust::device_vector<long long> d_offsets(std::vector<long long>{0, static_cast<long long>(n)});
+  thrust::device_vector<double> d_out(poisoned<double>(1));
+  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 0.0,
+                          tally::plus<double>{});
+  const double got = d_out[0];
+  const double alone = tally::reduce(tally::device, d_v.begin(), d_v.end(), 0.0, tally::plus<double>{});
+  EXPECT_EQ(bits_of(got), bits_of(alone));
+  EXPECT_TRUE(sum_is_near(got, reference_sum<double>(v, 0, n, 0.0), sum_error_bound(v, 0, n, 0.0)));
+}
+
+// The fixed-size form: rows of a row-major matrix, short rows and long ones.
+TEST_F(segmented_device, fixed_size_rows) {
+  seeded s(8);
+  SCOPED_TRACE(s.trace());
+  for (const auto& shape : {std::pair<int, int>{1000, 37}, {300, 1}, {64, 20000}, {3, 0}}) {
+    const int rows = shape.first, cols = shape.second;
+    auto v = random_values<int>(std::size_t(rows) * cols, s.rng);
+    const thrust::device_vector<int> d_v(v.begin(), v.end());
+    thrust::device_vector<int> d_out(poisoned<int>(rows));
+    const auto end = tally::segmented_reduce(tally::device, d_v.data().get(), rows, cols, d_out.data().get(), 7,
+                                             tally::plus<int>{});
+    EXPECT_EQ(end, d_out.data().get() + rows);
+    const thrust::host_vector<int> h_out = d_out;
+    for (int r = 0; r < rows; ++r)
+      ASSERT_EQ(h_out[r], reference_sum<int>(v, std::size_t(r) * cols, std::size_t(r + 1) * cols, 7))
+          << "row " << r << " of " << rows << " x " << cols;
+  }
+}
+
+// Begin and end offsets apart (CUB's form): segments may leave gaps, overlap and come in any
+// order; min and max as the operators, a counting iterator as the input.
+TEST_F(segmented_device, begin_end_offsets_and_other_operators) {
+  seeded s(9);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = 200000;
+  auto v = random_values<int>(n, s.rng);
+  const thrust::device_vector<int> d_v(v.begin(), v.end());
+  std::uniform_int_distribution<std::int64_t> at(0, std::int64_t(n)), len(0, 20000);
+  std::vector<std::int64_t> begins, ends;
+  for (int i = 0; i < 500; ++i) {
+    const std::int64_t b = at(s.rng);
+    begins.push_back(b);
+    ends.push_back(std::min<std::int64_t>(std::int64_t(n), b + (i % 5 == 0 ? len(s.rng) : len(s.rng) % 40)));
+  }
+  const thrust::device_vector<std::int64_t> d_b(begins.begin(), begins.end()), d_e(ends.begin(), ends.end());
+  thrust::device_vector<int> d_out(poisoned<int>(begins.size()));
+  tally::segmented_reduce(tally::device, d_v.begin(), d_b.begin(), d_b.end(), d_e.begin(), d_out.begin(),
+                          std::numeric_limits<int>::lowest(), tally::maximum<int>{});
+  thrust::host_vector<int> h_out = d_out;
+  for (std::size_t i = 0; i < begins.size(); ++i) {
+    int want = std::numeric_limits<int>::lowest();
+    for (std::int64_t k = begins[i]; k < ends[i]; ++k) want = std::max(want, v[std::size_t(k)]);
+    ASSERT_EQ(h_out[i], want) << "segment " << i;
+  }
+  // A counting iterator: segment [b, e) of 0, 1, 2, ... sums to an exact value.
+  thrust::device_vector<long long> d_sums(poisoned<long long>(begins.size()));
+  tally::segmented_reduce(tally::device, thrust::counting_iterator<long long>(0), d_b.begin(), d_b.end(), d_e.begin(),
+                          d_sums.begin(), 0ll, tally::plus<long long>{});
+  const thrust::host_vector<long long> sums = d_sums;
+  for (std::size_t i = 0; i < begins.size(); ++i) {
+    const long long b = begins[i], e = ends[i];
+    ASSERT_EQ(sums[i], (e - b) * (b + e - 1) / 2) << "segment " << i;
+  }
+}
+
+// Offsets in device memory are not checked on the host: a segment whose offsets decrease or
+// are negative gives init and reads nothing (compute-sanitizer's memcheck runs this), and its
+// neighbours are right.
+TEST_F(segmented_device, bad_device_offsets_give_init) {
+  const std::vector<float> v(1000, 1.0f);
+  const thrust::device_vector<float> d_v(v.begin(), v.end());
+  const std::vector<std::int64_t> offsets = {0, 10, 5, 500, -7, 1000};
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  thrust::device_vector<float> d_out(poisoned<float>(5));
+  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 0.5f,
+                          tally::plus<float>{});
+  const thrust::host_vector<float> out = d_out;
+  EXPECT_EQ(out[0], 10.5f);
+  EXPECT_EQ(out[1], 0.5f) << "offsets 10 then 5 decrease";
+  EXPECT_EQ(out[2], 495.5f);
+  EXPECT_EQ(out[3], 0.5f) << "offsets 500 then -7 decrease";
+  EXPECT_EQ(out[4], 0.5f) << "offset -7 is negative";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// What the host can check is refused before anything runs, with a sentence, and the context
+// stays usable.
+TEST_F(segmented_device, refused_arguments) {
+  thrust::device_vector<float> d_v(100, 1.0f);
+  thrust::device_vector<int> d_offsets(std::vector<int>{0, 50, 100});
+  thrust::device_vector<float> d_out(2);
+  const auto expect_refused = [](auto call, const char* words) {
+    try {
+      call();
+      ADD_FAILURE() << "not refused: " << words;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("segmented_reduce"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_refused([&] {
+    tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.begin(), d_out.begin(), 0.0f,
+                            tally::plus<float>{});
+  }, "offsets are empty");
+  expect_refused([&] {
+    tally::segmented_reduce(tally::device, static_cast<const float*>(nullptr), d_offsets.begin(), d_offsets.end(),
+                            d_out.begin(), 0.0f, tally::plus<float>{});
+  }, "null pointer");
+  expect_refused([&] {
+    tally::segmented_reduce(tally::device, d_v.begin(), 2, 50, d_v.begin() + 10, 0.0f, tally::plus<float>{});
+  }, "overlaps");
+  expect_refused([&] {
+    tally::segmented_reduce(tally::device, d_v.begin(), -1, 50, d_out.begin(), 0.0f, tally::plus<float>{});
+  }, "negative");
+  // No segments: nothing runs, out is returned.
+  EXPECT_EQ(tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.begin() + 1,
+                                    d_out.begin(), 0.0f, tally::plus<float>{}),
+            d_out.begin());
+  EXPECT_EQ(tally::reduce(tally::device, d_v.begin(), d_v.end()), 100.0f) << "the context is still usable";
+}
+
+// On a stream of the application's, and captured in a graph replayed on another stream after
+// the capturing stream is gone: the scratch is the graph's own.
+TEST_F(segmented_device, streams_and_graphs) {
+  seeded s(10);
+  SCOPED_TRACE(s.trace());
+  const auto offsets = class_edge_offsets(s.rng, 50);
+  auto v = random_values<float>(std::size_t(offsets.back()), s.rng);
+  const thrust::device_vector<float> d_v(v.begin(), v.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  const std::size_t segments = offsets.size() - 1;
+  std::vector<float> want(segments);
+  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), want.begin(), 0.0f,
+                          tally::plus<float>{});
+  thrust::device_vector<float> d_out(poisoned<float>(segments));
+  cudaStream_t capturing, other;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  tally::segmented_reduce(tally::device.on(capturing), d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(),
+                          0.0f, tally::plus<float>{});
+  ASSERT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(capturing), cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    thrust::fill(d_out.begin(), d_out.end(), -1.0f);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
+    // A direct call on another stream beside the replay, into its own output.
+    thrust::device_vector<float> d_direct(poisoned<float>(segments));
+    tally::segmented_reduce(tally::device.on(cudaStreamPerThread), d_v.begin(), d_offsets.begin(), d_offsets.end(),
+                            d_direct.begin(), 0.0f, tally::plus<float>{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const thrust::host_vector<float> got = d_out, direct = d_direct;
+    for (std::size_t i = 0; i < segments; ++i) {
+      ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "replay " << replay << ", segment " << i;
+      ASSERT_EQ(bits_of(direct[i]), bits_of(want[i])) << "direct call " << replay << ", segment " << i;
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(other);
+}
+
+}  // namespace
