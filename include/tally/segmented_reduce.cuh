@@ -154,7 +154,8 @@ void check_output_apart(OutIt out, std::uint64_t segments, It in, std::uint64_t 
 
 template <class It, class Bounds, class OutIt, class T, class Op, bool MayForceStrategy>
 OutIt device_segmented(const basic_device_policy<MayForceStrategy>& policy, It first, Bounds make_bounds,
-                       std::uint64_t segments, std::uint64_t longest, OutIt out, T init, Op op) {
+                       std::uint64_t segments, std::uint64_t longest, OutIt out, T init, Op op,
+                       bool reads_input = true) {
   check_operator<T, Op, iterator_value_t<It>>();
   static_assert(moves_as_bytes_v<T>,
                 "tally::segmented_reduce: a device reduction moves init's type as bytes, so it must be trivially "
@@ -165,7 +166,7 @@ OutIt device_segmented(const basic_device_policy<MayForceStrategy>& policy, It f
     if (segments >= (std::uint64_t(1) << 32))
       throw_invalid_argument("segmented_reduce", "there are 2^32 segments or more; split the call into calls of fewer");
     const int device = current_device();
-    const auto in = device_view(first, true, device, "the input range");
+    const auto in = device_view(first, reads_input, device, "the input range");
     const auto to = device_view(out, true, device, "out");
     device_segmented_reduce(in, make_bounds(device), segments, longest, to, init, op, policy, device);
   }
@@ -255,7 +256,7 @@ OutIt segmented_reduce(const Policy& policy, It first, Count num_segments, Count
     detail::check_output_apart(out, segments, first, segments * size, "the input range");
     const auto bounds = [size](int) { return detail::fixed_size_bounds{size}; };
     // A longest segment of 0 would mean "not known": an empty one is at most 1 long.
-    return detail::device_segmented(p, first, bounds, segments, size == 0 ? 1 : size, out, init, op);
+    return detail::device_segmented(p, first, bounds, segments, size == 0 ? 1 : size, out, init, op, size > 0);
   }
 }
 

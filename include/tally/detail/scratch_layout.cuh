@@ -22,8 +22,9 @@ inline constexpr int units_done = 0;
 inline constexpr int tickets = 1;
 inline constexpr int first_stored = 2;
 inline constexpr int fallback_folds = 6;   // single passes whose block 0 reduced tiles itself (tests)
-// A segmented reduction's counts of the segments it left to later launches, each a 64-bit word
-// tagged with the call's epoch (kernels/segmented_kernels.cuh), so that no launch has to clear them.
+// A segmented reduction's counts of the segments it leaves to later launches: the first launch
+// counts them up from 0, the second takes them and leaves the words 0 again
+// (kernels/segmented_kernels.cuh).
 inline constexpr std::size_t block_segments_byte = 64;
 inline constexpr std::size_t long_segments_byte = 72;
 inline constexpr std::size_t accumulator_byte = 128;

@@ -17,6 +17,13 @@ namespace tally::detail {
 // A segmented reduction keeps each long segment's chains in shared memory (block_threads of
 // them) while it folds them; wider accumulators would take too much of it.
 inline constexpr std::size_t segmented_max_accumulator_bytes = 64;
+// Scratch for the chains of split segments (block_threads accumulators each): the first
+// segmented_chain_bytes / (block_threads * sizeof(Acc)) long segments (2048 of floats) are split
+// chain by chain over blocks, the rest reduced a block each, which is as fast once they are that
+// many.
+inline constexpr std::uint64_t segmented_chain_bytes = std::uint64_t(2) << 20;
+
+inline std::size_t round_up_64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // Reduces `segments` segments of the input at `first` (a device-readable iterator) into
 // out[0, segments). longest: an upper bound of the segments' sizes where the host knows one
@@ -32,34 +39,57 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
+  constexpr auto numbering = &split_chains_kernel<vw, Bounds, Op>;
   constexpr auto long_ones = &long_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto split_ones = &split_segments_kernel<Acc, vw, Bounds, Op, OutIt>;
   const bool may_be_long = longest == 0 || longest > warp_segment_max<vw>;
-  // Scratch: the split segments' chains, then room for every segment's id.
-  const std::size_t chain_bytes = may_be_long ? std::size_t(segment_split_max) * block_threads * sizeof(Acc) : 0;
+  // Scratch: the counts taken, the chain numbers, map and chains of the split segments, then room
+  // for every segment's id.
+  std::uint64_t split_max = segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
+  if (split_max > segments) split_max = segments;
+  if (!may_be_long) split_max = 0;
+  const std::size_t taken_bytes = may_be_long ? 64 : 0;
+  const std::size_t starts_bytes = may_be_long ? round_up_64(std::size_t(split_max + 1) * sizeof(std::uint64_t)) : 0;
+  const std::size_t map_bytes = round_up_64(std::size_t(split_max) * block_threads * sizeof(unsigned int));
+  const std::size_t chain_bytes = round_up_64(std::size_t(split_max) * block_threads * sizeof(Acc));
   const std::size_t id_bytes = may_be_long ? std::size_t(segments) * sizeof(unsigned int) : 0;
-  scratch_lease lease(device, policy.stream(), chain_bytes + id_bytes, false);
+  scratch_lease lease(device, policy.stream(), taken_bytes + starts_bytes + map_bytes + chain_bytes + id_bytes, false);
   const call_scratch& scratch = lease.scratch();
   auto* control_bytes_of = reinterpret_cast<unsigned char*>(scratch.control);
+  unsigned char* at = static_cast<unsigned char*>(scratch.partials);
+  const auto carve = [&at](std::size_t bytes) {
+    unsigned char* p = at;
+    at += bytes;
+    return p;
+  };
   segment_lists lists;
-  lists.ids = reinterpret_cast<unsigned int*>(static_cast<unsigned char*>(scratch.partials) + chain_bytes);
+  lists.taken = reinterpret_cast<std::uint64_t*>(carve(taken_bytes));
+  lists.chain_starts = reinterpret_cast<std::uint64_t*>(carve(starts_bytes));
+  lists.chain_segment = reinterpret_cast<unsigned int*>(carve(map_bytes));
+  Acc* chains = reinterpret_cast<Acc*>(carve(chain_bytes));
+  lists.ids = reinterpret_cast<unsigned int*>(carve(id_bytes));
   lists.block_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::block_segments_byte);
   lists.long_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::long_segments_byte);
-  lists.epoch = scratch.epoch;
+  lists.split_max = split_max;
   lists.segments = segments;
-  Acc* chains = static_cast<Acc*>(scratch.partials);
 
-  const std::uint64_t warps_needed = (segments + warp_threads - 1) / warp_threads;
-  const std::uint64_t blocks_needed = (warps_needed + block_threads / warp_threads - 1) / (block_threads / warp_threads);
+  // Segments per warp and pass: fewer than a warp's lanes where the segments are few for the
+  // grid, so that every warp has some.
   const std::uint64_t resident = resident_grid<by_size>(policy, device);
-  launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads,
-                         policy.stream(), device, first, bounds, init, op, out, lists);
+  const std::uint64_t warps = resident * (block_threads / warp_threads);
+  unsigned group = warp_threads;
+  while (group > 1 && segments < warps * group * 2) group /= 2;
+  const std::uint64_t warps_needed = (segments + group - 1) / group;
+  const std::uint64_t blocks_needed = (warps_needed + block_threads / warp_threads - 1) / (block_threads / warp_threads);
+  const cudaStream_t stream = policy.stream();
+  launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads, stream, device,
+                         first, bounds, init, op, out, lists, group);
   if (may_be_long) {
-    launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, policy.stream(), device,
-                             first, bounds, init, op, out, lists, chains);
-    const std::uint64_t split_grid = segments < segment_split_max ? segments : segment_split_max;
-    launch_kernel<split_ones>(unsigned(split_grid), block_threads, policy.stream(), device, bounds, init, op, out,
-                              lists, static_cast<const Acc*>(chains));
+    launch_kernel<numbering>(1, block_threads, stream, device, bounds, lists);
+    launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
+                             bounds, init, op, out, lists, chains);
+    launch_kernel<split_ones>(unsigned(split_max > 0 ? split_max : 1), block_threads, stream, device, bounds, init, op,
+                              out, lists, static_cast<const Acc*>(chains));
   }
   lease.launched();
 }

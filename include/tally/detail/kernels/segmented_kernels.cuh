@@ -1,12 +1,17 @@
 #pragma once
-// The kernels of a segmented reduction (docs/decisions/0022). Three launches, each a grid
-// that strides over its work, since only the device knows how the segments divide:
-//   segments_by_size_kernel  reads every segment's bounds once; a lane reduces a segment of
-//                            at most VW elements itself, the warp one of at most
-//                            warp_segment_max; longer ones go to two lists in the scratch
-//   long_segments_kernel     a block per unit of work from those lists: a one-tile segment;
-//                            a long segment whole (its chains in shared memory); or one
-//                            chain of a long segment split over block_threads units
+// The kernels of a segmented reduction (docs/decisions/0022). Four launches, each a grid that
+// strides over its work, since only the device knows how the segments divide:
+//   segments_by_size_kernel  reads every segment's bounds once. A lane reduces a segment of at
+//                            most VW elements itself; a group of lanes one of at most
+//                            warp_threads * VW (several such segments per warp at once); the
+//                            warp one of at most block_threads * VW. Longer ones go to two
+//                            lists in the scratch: one-tile segments and long ones
+//   split_chains_kernel      one block numbers the chains of the first long segments (the plan's
+//                            fold of tile partials is block_threads chains, each computable
+//                            apart), so that the next launch can give each chain a block
+//   long_segments_kernel     a block per unit of work: a chain of a split segment, a long
+//                            segment beyond those (whole, its chains in shared memory), or a
+//                            one-tile segment
 //   split_segments_kernel    a block per split segment folds its chains
 // Every route evaluates the segment's own plan (tile/segment_replay.cuh), so the bits are
 // tally::reduce's over that segment, whichever route it took.
@@ -21,66 +26,163 @@
 
 #include <cstdint>
 #include <iterator>
+#include <type_traits>
 
 namespace tally::detail {
 
-// Where the first kernel leaves the segments it does not reduce: ids of one-tile segments
-// from the front of `ids`, of longer ones from the back (together at most all S), with
-// their counts in the control block, tagged with the call's epoch.
+// Where the first kernel leaves the segments it does not reduce: ids of one-tile segments from
+// the front of `ids`, of long ones from the back (together at most all S), counted in two words
+// of the control block. split_chains_kernel moves the counts into `taken` and zeroes the words
+// for the next call (a call whose launches failed has its control block zeroed by its lease),
+// numbers the chains of the split segments (chain_starts) and maps each chain to its segment.
 struct segment_lists {
   unsigned int* ids = nullptr;  // room for S ids
   unsigned long long* block_count = nullptr;
   unsigned long long* long_count = nullptr;
-  unsigned int epoch = 0;
+  std::uint64_t* taken = nullptr;         // [0] one-tile segments, [1] long ones, [2] chains
+  std::uint64_t* chain_starts = nullptr;  // split_max + 1 entries
+  unsigned int* chain_segment = nullptr;  // split_max * block_threads entries: chain -> split segment
+  std::uint64_t split_max = 0;            // long segments split chain by chain, at most
   std::uint64_t segments = 0;
 
-  __device__ std::uint64_t count(const unsigned long long* word) const {
-    const unsigned long long w = *const_cast<const volatile unsigned long long*>(word);
-    return static_cast<unsigned int>(w >> 32) == epoch ? (w & 0xffffffffull) : 0;
-  }
-  // Adds `add` to the count in `word` and returns the count before: a count of an earlier call
-  // (another epoch) reads as 0.
-  __device__ std::uint64_t take(unsigned long long* word, unsigned add) const {
-    unsigned long long seen = *const_cast<volatile unsigned long long*>(word);
-    for (;;) {
-      const unsigned long long before = static_cast<unsigned int>(seen >> 32) == epoch ? (seen & 0xffffffffull) : 0;
-      const unsigned long long want = (static_cast<unsigned long long>(epoch) << 32) | (before + add);
-      const unsigned long long got = atomicCAS(word, seen, want);
-      if (got == seen) return before;
-      seen = got;
-    }
-  }
+  // Reserves `add` places in a list; returns the first.
+  __device__ std::uint64_t take(unsigned long long* word, unsigned add) const { return atomicAdd(word, add); }
   __device__ unsigned int long_id(std::uint64_t m) const { return ids[segments - 1 - m]; }
+  __device__ std::uint64_t block_segments() const { return taken[0]; }
+  __device__ std::uint64_t long_segments() const { return taken[1]; }
+  __device__ std::uint64_t split_count() const {
+    const std::uint64_t longs = long_segments();
+    return longs < split_max ? longs : split_max;
+  }
+  __device__ std::uint64_t split_chains() const { return taken[2]; }
 };
 
-// How many long segments are split over block_threads blocks each; longer lists reduce the
-// rest a block each. Their chains take segment_split_max * block_threads accumulators of scratch.
-inline constexpr std::uint64_t segment_split_max = 128;
+// Chains of the plan's fold of a segment's tile partials that hold any partial.
+__host__ __device__ inline std::uint64_t chains_of(const reduction_plan& plan) {
+  return plan.tiles < block_threads ? plan.tiles : block_threads;
+}
+
+// The largest of the warp's values, in every lane.
+__device__ __forceinline__ unsigned warp_max(unsigned value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(tally::warp::full_mask, value);
+#else
+  for (int delta = 16; delta > 0; delta /= 2) {
+    const unsigned other = __shfl_xor_sync(tally::warp::full_mask, value, delta);
+    value = other > value ? other : value;
+  }
+  return value;
+#endif
+}
+
+// How the kernels read a segment: a raw pointer to 16-byte chunks in 16-byte reads wherever a
+// chunk is aligned, anything else element by element.
+template <class It, class V, int VW, class = void>
+struct segment_loader_of {
+  using type = iterator_loader<It, V, VW>;
+};
+template <class It, class V, int VW>
+struct segment_loader_of<It, V, VW,
+                         std::enable_if_t<std::is_pointer_v<It> &&
+                                          std::is_same_v<std::remove_cv_t<std::remove_pointer_t<It>>, V> &&
+                                          sizeof(V) * VW == 16>> {
+  using type = aligned_where_possible_loader<V, VW>;
+};
 
 template <class It>
 __device__ __forceinline__ It advance_to(It first, std::uint64_t offset) {
   return first + static_cast<typename std::iterator_traits<It>::difference_type>(offset);
 }
 
+// The warp's segments that `Lanes` lanes can reduce (mask: their lanes), warp_threads / Lanes at
+// a time; `lane`'s own segment is `mine`; results go to out[first_segment + lane of the segment].
+template <unsigned Lanes, class Acc, int VW, class It, class V, class Op, class OutIt>
+__device__ __forceinline__ void reduce_by_lane_groups(It first, unsigned mask, const segment_extent& mine,
+                                                      std::uint64_t first_segment, const Acc& init, Op& op,
+                                                      OutIt out) {
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  constexpr unsigned per_pass = warp_threads / Lanes;
+  const unsigned lane = threadIdx.x % warp_threads;
+  const unsigned count = unsigned(__popc(mask));
+  for (unsigned k = 0; k < count; k += per_pass) {
+    const unsigned entry = k + lane / Lanes;
+    const unsigned source = entry < count ? __fns(mask, 0, int(entry) + 1) : lane;
+    const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
+    std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
+    if (entry >= count) size = 0;
+    const Acc result =
+        segment_by_lanes<Lanes, Acc, VW>(iterator_loader<It, V, VW>{advance_to(first, begin)}, size, init, op);
+    if (entry < count && lane % Lanes == 0) out[static_cast<out_diff>(first_segment + source)] = result;
+  }
+}
+
+// The warp's segments of more than VW elements: those of at most lane_max elements as many at
+// once as the widest of them allows, then the others one after another, the whole warp
+// replaying the plan's block.
+template <class Acc, int VW, class It, class V, class Op, class OutIt>
+__device__ __forceinline__ void reduce_wide_segments(It first, segment_extent mine, bool by_lanes, bool by_warp,
+                                                  std::uint64_t first_segment, Acc init, Op op, OutIt out) {
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  const unsigned lane = threadIdx.x % warp_threads;
+  using loader = iterator_loader<It, V, VW>;
+    // Segments of at most lane_max elements: as many at once as the widest of them allows.
+    const unsigned lanes_mask = __ballot_sync(tally::warp::full_mask, by_lanes);
+    if (lanes_mask != 0) {
+      const unsigned needed = by_lanes ? tally::warp::detail::lanes_covering(unsigned((mine.size + VW - 1) / VW)) : 1u;
+      const unsigned widest = warp_max(needed);
+      if (widest <= 2) {
+        reduce_by_lane_groups<2, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      } else if (widest <= 4) {
+        reduce_by_lane_groups<4, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      } else if (widest <= 8) {
+        reduce_by_lane_groups<8, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      } else if (widest <= 16) {
+        reduce_by_lane_groups<16, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      } else {
+        reduce_by_lane_groups<32, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      }
+    }
+    // Segments of more: the whole warp replays the plan's block, one segment after another.
+    for (unsigned lanes = __ballot_sync(tally::warp::full_mask, by_warp); lanes != 0; lanes &= lanes - 1) {
+      const unsigned source = unsigned(__ffs(lanes)) - 1u;
+      const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
+      const std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
+      const Acc result = segment_by_warp<Acc, VW>(loader{advance_to(first, begin)}, size, init, op);
+      if (lane == 0) out[static_cast<out_diff>(first_segment + source)] = result;
+    }
+}
+
+// The first launch's loop is a chain of dependent reads (bounds, then values); its speed is the
+// number of warps that wait at once, so it is held to 32 registers a thread: every warp slot of
+// an SM filled.
+inline constexpr int segments_by_size_min_blocks = 8;
+
+// Segments per warp and pass: `group` (a power of two, at most warp_threads), so that a call of
+// few segments still spreads them over every warp of the grid (launch: segment_group_for).
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
-__global__ void __launch_bounds__(block_threads)
-    segments_by_size_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists) {
+__global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
+    segments_by_size_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists,
+                            unsigned group) {
   wait_for_prior_grid();
   using loader = iterator_loader<It, V, VW>;
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  constexpr std::uint64_t lane_max = std::uint64_t(warp_threads) * VW;
   const unsigned lane = threadIdx.x % warp_threads;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (block_threads / warp_threads);
-  const std::uint64_t groups = (lists.segments + warp_threads - 1) / warp_threads;
-  for (std::uint64_t group = blockIdx.x * (block_threads / warp_threads) + threadIdx.x / warp_threads; group < groups;
-       group += warps) {
-    const std::uint64_t s = group * warp_threads + lane;
+  const std::uint64_t groups = (lists.segments + group - 1) / group;
+  for (std::uint64_t g = blockIdx.x * (block_threads / warp_threads) + threadIdx.x / warp_threads; g < groups;
+       g += warps) {
+    const std::uint64_t first_segment = g * group;
+    const std::uint64_t s = first_segment + lane;
+    const bool has = lane < group && s < lists.segments;
     segment_extent mine{};
-    if (s < lists.segments) mine = bounds(s);
-    if (s < lists.segments && mine.size <= std::uint64_t(VW))
-      out[static_cast<out_diff>(s)] = segment_by_thread<Acc>(loader{advance_to(first, mine.begin)}, mine.size, init, op);
-    const bool by_warp = s < lists.segments && mine.size > std::uint64_t(VW) && mine.size <= warp_segment_max<VW>;
-    const bool by_block = s < lists.segments && mine.size > warp_segment_max<VW> && mine.size <= block_segment_max<VW>;
-    const bool is_long = s < lists.segments && mine.size > block_segment_max<VW>;
+    if (has) mine = bounds(s);
+    if (has && mine.size <= std::uint64_t(VW))
+      out[static_cast<out_diff>(s)] = segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, mine.size, init, op);
+    const bool by_lanes = has && mine.size > std::uint64_t(VW) && mine.size <= lane_max;
+    const bool by_warp = has && mine.size > lane_max && mine.size <= warp_segment_max<VW>;
+    const bool by_block = has && mine.size > warp_segment_max<VW> && mine.size <= block_segment_max<VW>;
+    const bool is_long = has && mine.size > block_segment_max<VW>;
     // The lists: one atomic per warp and list.
     const unsigned block_lanes = __ballot_sync(tally::warp::full_mask, by_block);
     const unsigned long_lanes = __ballot_sync(tally::warp::full_mask, is_long);
@@ -92,64 +194,127 @@ __global__ void __launch_bounds__(block_threads)
     const unsigned below = (1u << lane) - 1u;
     if (by_block) lists.ids[block_base + __popc(block_lanes & below)] = static_cast<unsigned int>(s);
     if (is_long) lists.ids[lists.segments - 1 - (long_base + __popc(long_lanes & below))] = static_cast<unsigned int>(s);
-    // The warp's segments of more than VW elements, one after another.
-    for (unsigned lanes = __ballot_sync(tally::warp::full_mask, by_warp); lanes != 0; lanes &= lanes - 1) {
-      const unsigned source = unsigned(__ffs(lanes)) - 1u;
-      const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
-      const std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
-      const Acc result = segment_by_warp<Acc, VW>(loader{advance_to(first, begin)}, size, init, op);
-      if (lane == 0) out[static_cast<out_diff>(group * warp_threads + source)] = result;
-    }
+    const unsigned wide_lanes = __ballot_sync(tally::warp::full_mask, by_lanes || by_warp);
+    if (wide_lanes != 0)
+      reduce_wide_segments<Acc, VW, It, V>(first, mine, by_lanes, by_warp, first_segment, init, op, out);
   }
 }
 
+// One block: takes the first launch's counts (segment_lists), then numbers the chains of the
+// split segments: chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each
+// thread a run of consecutive segments, then a scan of the runs' sums), and chain_segment maps
+// each chain back to its segment, so that a block of the next launch finds its work in one read.
+template <int VW, class Bounds, class Op>
+__global__ void __launch_bounds__(block_threads) split_chains_kernel(Bounds bounds, segment_lists lists) {
+  wait_for_prior_grid();
+  __shared__ std::uint64_t sums[block_threads];
+  __shared__ std::uint64_t counts[2];
+  if (threadIdx.x == 0) {
+    counts[0] = *lists.block_count;
+    counts[1] = *lists.long_count;
+    lists.taken[0] = counts[0];
+    lists.taken[1] = counts[1];
+    *lists.block_count = 0;
+    *lists.long_count = 0;
+  }
+  __syncthreads();
+  const std::uint64_t split = counts[1] < lists.split_max ? counts[1] : lists.split_max;
+  const std::uint64_t per_thread = (split + block_threads - 1) / block_threads;
+  const std::uint64_t from = threadIdx.x * per_thread;
+  const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
+  std::uint64_t mine = 0;
+  for (std::uint64_t m = from; m < to; ++m)
+    mine += chains_of(make_plan(bounds(lists.long_id(m)).size, VW, plan_max_tiles_for<Op>));
+  sums[threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) {  // block_threads sums: a serial scan is short
+    std::uint64_t running = 0;
+    for (unsigned t = 0; t < block_threads; ++t) {
+      const std::uint64_t x = sums[t];
+      sums[t] = running;
+      running += x;
+    }
+    lists.chain_starts[split] = running;
+    lists.taken[2] = running;
+  }
+  __syncthreads();
+  std::uint64_t running = sums[threadIdx.x];
+  for (std::uint64_t m = from; m < to; ++m) {
+    lists.chain_starts[m] = running;
+    const std::uint64_t chains = chains_of(make_plan(bounds(lists.long_id(m)).size, VW, plan_max_tiles_for<Op>));
+    for (std::uint64_t c = 0; c < chains; ++c) lists.chain_segment[running + c] = static_cast<unsigned int>(m);
+    running += chains;
+  }
+}
+
+// Two blocks per SM, as tally::reduce's single pass: the chains keep the next tile's loads in
+// flight in registers (segment_chain), which three blocks per SM measured no faster than.
+inline constexpr int long_segments_min_blocks = 2;
+
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
     long_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists, Acc* chains) {
   wait_for_prior_grid();
-  using loader = iterator_loader<It, V, VW>;
+  using loader = typename segment_loader_of<It, V, VW>::type;
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   __shared__ alignas(Acc) unsigned char chain_bytes[block_threads * sizeof(Acc)];
   Acc* const block_chains = reinterpret_cast<Acc*>(chain_bytes);
-  const std::uint64_t block_segments = lists.count(lists.block_count);
-  const std::uint64_t long_segments = lists.count(lists.long_count);
-  const std::uint64_t split = long_segments < segment_split_max ? long_segments : segment_split_max;
-  const std::uint64_t whole = long_segments - split;
-  const std::uint64_t units = whole + split * block_threads + block_segments;
+  const std::uint64_t block_segments = lists.block_segments();
+  const std::uint64_t split = lists.split_count();
+  const std::uint64_t whole = lists.long_segments() - split;
+  const std::uint64_t split_chains = lists.split_chains();
+  constexpr unsigned warps_per_block = block_threads / warp_threads;
+  const std::uint64_t one_tile_units = (block_segments + warps_per_block - 1) / warps_per_block;
+  const std::uint64_t units = whole + split_chains + one_tile_units;
+  // Units: the long segments beyond the split ones, each whole (all its chains, then their fold);
+  // the chains of the split segments, one each (both take the same chain code, so that the
+  // kernel holds one copy of the tile code); and the one-tile segments, 8 to a block.
   for (std::uint64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    if (unit < whole) {  // a long segment, whole: its chains wait in shared memory for its fold
-      const unsigned int s = lists.long_id(split + unit);
-      const segment_extent e = bounds(s);
-      const loader load{advance_to(first, e.begin)};
-      const reduction_plan plan = make_plan(e.size, VW, plan_max_tiles_for<Op>);
-      const unsigned chains_used = plan.tiles < block_threads ? unsigned(plan.tiles) : unsigned(block_threads);
-      for (unsigned t = 0; t < chains_used; ++t) {
-        bool valid = false;
-        const Acc chain = segment_chain<Acc, VW>(load, plan, t, op, valid);
-        if (threadIdx.x == 0) block_chains[t] = chain;
+    if (unit >= whole + split_chains) {
+      // One-tile segments, a warp each replaying the plan's block: a block takes 8 of them at
+      // once, with no barrier between its warps.
+      const std::uint64_t k = (unit - whole - split_chains) * warps_per_block + threadIdx.x / warp_threads;
+      if (k < block_segments) {
+        const unsigned int s = lists.ids[k];
+        const segment_extent e = bounds(s);
+        const Acc result = segment_by_warp_step<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init, op);
+        if (threadIdx.x % warp_threads == 0) out[static_cast<out_diff>(s)] = result;
       }
-      __syncthreads();
-      const bool valid = threadIdx.x < chains_used;
-      Acc chain{};
-      if (valid) chain = block_chains[threadIdx.x];
-      const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init, op);
-      if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
-      __syncthreads();  // the chains are read before the next unit writes them
-    } else if (unit < whole + split * block_threads) {  // one chain of a split segment
-      const std::uint64_t m = (unit - whole) / block_threads;
-      const unsigned t = unsigned((unit - whole) % block_threads);
-      const segment_extent e = bounds(lists.long_id(m));
-      const reduction_plan plan = make_plan(e.size, VW, plan_max_tiles_for<Op>);
-      if (t >= plan.tiles) continue;  // the same for the whole block
-      bool valid = false;
-      const Acc chain = segment_chain<Acc, VW>(loader{advance_to(first, e.begin)}, plan, t, op, valid);
-      if (threadIdx.x == 0) chains[m * block_threads + t] = chain;
-    } else {  // a segment of one tile
-      const unsigned int s = lists.ids[unit - whole - split * block_threads];
-      const segment_extent e = bounds(s);
-      const Acc partial = reduce_partial_tile_of_block<Acc, VW>(loader{advance_to(first, e.begin)}, 0, e.size, op);
-      if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = static_cast<Acc>(op(init, partial));
+      continue;
     }
+    const bool is_chain = unit >= whole;
+    std::uint64_t q = 0;
+    unsigned int s;
+    if (is_chain) {
+      q = unit - whole;
+      s = lists.long_id(lists.chain_segment[q]);
+    } else {
+      s = lists.long_id(split + unit);
+    }
+    const segment_extent e = bounds(s);
+    const loader load{advance_to(first, e.begin)};
+    const reduction_plan plan = make_plan(e.size, VW, plan_max_tiles_for<Op>);
+    const unsigned first_chain = is_chain ? unsigned(q - lists.chain_starts[lists.chain_segment[q]]) : 0u;
+    const unsigned end_chain = is_chain ? first_chain + 1 : unsigned(chains_of(plan));
+    for (unsigned t = first_chain; t < end_chain; ++t) {
+      bool valid = false;
+      const Acc chain = segment_chain<Acc, VW>(load, plan, t, op, valid);
+      if (threadIdx.x == 0) {
+        if (is_chain) {
+          chains[q] = chain;
+        } else {
+          block_chains[t] = chain;
+        }
+      }
+    }
+    if (is_chain) continue;  // the same for the whole block
+    __syncthreads();
+    const bool valid = threadIdx.x < end_chain;
+    Acc chain{};
+    if (valid) chain = block_chains[threadIdx.x];
+    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init, op);
+    if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
+    __syncthreads();  // the chains are read before the block's next unit writes them
   }
 }
 
@@ -158,14 +323,13 @@ __global__ void __launch_bounds__(block_threads)
     split_segments_kernel(Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists, const Acc* chains) {
   wait_for_prior_grid();
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
-  const std::uint64_t long_segments = lists.count(lists.long_count);
-  const std::uint64_t split = long_segments < segment_split_max ? long_segments : segment_split_max;
+  const std::uint64_t split = lists.split_count();
   for (std::uint64_t m = blockIdx.x; m < split; m += gridDim.x) {
     const unsigned int s = lists.long_id(m);
     const reduction_plan plan = make_plan(bounds(s).size, VW, plan_max_tiles_for<Op>);
-    const bool valid = threadIdx.x < plan.tiles;
+    const bool valid = threadIdx.x < chains_of(plan);
     Acc chain{};
-    if (valid) chain = chains[m * block_threads + threadIdx.x];
+    if (valid) chain = chains[lists.chain_starts[m] + threadIdx.x];
     const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init, op);
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
     __syncthreads();

@@ -56,6 +56,28 @@ struct vector_loader {
   __device__ __forceinline__ V element(std::uint64_t i) const { return data[i]; }
 };
 
+// Contiguous data whose chunks may or may not be 16-byte aligned (a segment of a segmented
+// reduction starts anywhere): a chunk is one 16-byte read where it is aligned, element reads
+// where it is not. A segment's chunks all share its start's alignment, so a block or warp takes
+// one branch for all of them.
+template <class V, int VW>
+struct aligned_where_possible_loader {
+  static_assert(sizeof(V) * VW == 16, "aligned_where_possible_loader reads 16-byte chunks");
+  using value_type = V;
+  const V* data;
+  __device__ __forceinline__ void chunk(std::uint64_t first, V (&out)[VW]) const {
+    const V* p = data + first;
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+      std::memcpy(out, &raw, sizeof(raw));
+    } else {
+#pragma unroll
+      for (int j = 0; j < VW; ++j) out[j] = p[j];
+    }
+  }
+  __device__ __forceinline__ V element(std::uint64_t i) const { return data[i]; }
+};
+
 // Any random-access iterator readable on the device (raw pointers at any alignment,
 // Thrust's fancy iterators): element by element.
 template <class It, class V, int VW>

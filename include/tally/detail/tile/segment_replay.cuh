@@ -34,13 +34,29 @@ inline constexpr std::uint64_t warp_segment_max = std::uint64_t(block_threads) *
 template <int VW>
 inline constexpr std::uint64_t block_segment_max = std::uint64_t(block_threads) * loads_per_step * VW;
 
+// The plan's fold of the elements of one chunk (VW of them from `begin`) below n, element by
+// element: the small-segment routines below run in few registers, so a chunk is not held whole.
+// valid: whether any element lies below n.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc fold_chunk(const Loader& load, std::uint64_t begin, std::uint64_t n, Op& op,
+                                          bool& valid) {
+  Acc acc{};
+  valid = begin < n;
+  if (valid) {
+    acc = static_cast<Acc>(load.element(begin));
+#pragma unroll
+    for (int j = 1; j < VW; ++j)
+      if (begin + j < n) fold_into(acc, load.element(begin + j), op);
+  }
+  return acc;
+}
+
 // A segment of n <= VW elements, by one thread: op(init, the fold of its elements in order).
-template <class Acc, class Loader, class Op>
+template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc segment_by_thread(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
   if (n == 0) return init;
-  Acc acc = static_cast<Acc>(load.element(0));
-  for (std::uint64_t i = 1; i < n; ++i) fold_into(acc, load.element(i), op);
-  return static_cast<Acc>(op(init, acc));
+  bool valid = false;
+  return static_cast<Acc>(op(init, fold_chunk<Acc, VW>(load, 0, n, op, valid)));
 }
 
 // Every lane gets lane `source`'s value (a type whose copy is its bytes, as the trees move).
@@ -51,6 +67,19 @@ __device__ __forceinline__ T shuffle_from(const T& value, unsigned source) {
   std::memcpy(buffer, static_cast<const void*>(&value), sizeof(T));
 #pragma unroll
   for (int w = 0; w < words; ++w) buffer[w] = __shfl_sync(tally::warp::full_mask, buffer[w], int(source));
+  T out;
+  std::memcpy(static_cast<void*>(&out), buffer, sizeof(T));
+  return out;
+}
+
+// __shfl_down_sync within groups of Width lanes, for any type whose copy is its bytes.
+template <unsigned Width, class T>
+__device__ __forceinline__ T shuffle_down_within(const T& value, unsigned delta) {
+  constexpr int words = int((sizeof(T) + 3) / 4);
+  int buffer[words] = {};
+  std::memcpy(buffer, static_cast<const void*>(&value), sizeof(T));
+#pragma unroll
+  for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(tally::warp::full_mask, buffer[w], delta, int(Width));
   T out;
   std::memcpy(static_cast<void*>(&out), buffer, sizeof(T));
   return out;
@@ -67,15 +96,8 @@ __device__ __forceinline__ Acc segment_by_warp(const Loader& load, std::uint64_t
   bool warp_valid = false;  // lane w holds the plan's warp w's result
   for (unsigned w = 0; w < passes; ++w) {
     // The plan's thread 32w + lane: its chunk 0 (its only one below n), elements in order.
-    const std::uint64_t begin = (std::uint64_t(w) * warp_threads + lane) * VW;
-    Acc acc{};
-    bool valid = begin < n;
-    if (valid) {
-      acc = static_cast<Acc>(load.element(begin));
-#pragma unroll
-      for (int j = 1; j < VW; ++j)
-        if (begin + j < n) fold_into(acc, load.element(begin + j), op);
-    }
+    bool valid = false;
+    Acc acc = fold_chunk<Acc, VW>(load, (std::uint64_t(w) * warp_threads + lane) * VW, n, op, valid);
     acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
     const Acc result = shuffle_from(acc, 0);
     const bool result_valid = __shfl_sync(tally::warp::full_mask, valid, 0);
@@ -90,26 +112,115 @@ __device__ __forceinline__ Acc segment_by_warp(const Loader& load, std::uint64_t
   return static_cast<Acc>(op(init, warp_result));
 }
 
-// Tile `tile` of the plan of a segment, by the whole block of block_threads threads, with the
-// code a tile block of tally::reduce runs; thread 0 returns the tile's partial.
+// A segment of at most one step (block_segment_max<VW> elements: the plan's one tile of one
+// step), by one whole warp; lane 0 returns op(init, total). On pass w the lanes are the plan's
+// warp w: each folds its chunks u = 0, 1, ... (at (u * block_threads + thread) * VW) below n in
+// order, all of them read first, so that a lane has its loads in flight together.
 template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc segment_tile_partial(const Loader& load, const reduction_plan& plan, std::uint64_t tile,
-                                                    Op& op) {
-  if (plan.tile_is_full(tile))
-    return reduce_full_tile_folds<Acc>(load, reduce_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op),
-                                       plan.tile_begin(tile), op);
-  return reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
+__device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
+  constexpr unsigned warps = block_threads / warp_threads;
+  using value_t = typename Loader::value_type;
+  const unsigned lane = threadIdx.x % warp_threads;
+  if (n == 0) return init;
+  const unsigned passes = n >= std::uint64_t(block_threads) * VW
+                              ? warps
+                              : unsigned((n + std::uint64_t(warp_threads) * VW - 1) / (std::uint64_t(warp_threads) * VW));
+  Acc warp_result{};
+  bool warp_valid = false;  // lane w holds the plan's warp w's result
+  for (unsigned w = 0; w < passes; ++w) {
+    const std::uint64_t thread = std::uint64_t(w) * warp_threads + lane;
+    value_t chunks[loads_per_step][VW];
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      const std::uint64_t begin = (std::uint64_t(u) * block_threads + thread) * VW;
+      if (begin + VW <= n) load.chunk(begin, chunks[u]);
+    }
+    Acc acc{};
+    bool valid = false;
+#pragma unroll
+    for (int u = 0; u < loads_per_step; ++u) {
+      const std::uint64_t begin = (std::uint64_t(u) * block_threads + thread) * VW;
+      if (begin + VW <= n) {
+#pragma unroll
+        for (int j = 0; j < VW; ++j) {
+          if (!valid && j == 0) {
+            acc = static_cast<Acc>(chunks[u][0]);
+            valid = true;
+          } else {
+            fold_into(acc, chunks[u][j], op);
+          }
+        }
+      } else if (begin < n) {  // the chunk that straddles n: the thread's last
+        for (std::uint64_t i = begin; i < n; ++i) {
+          if (!valid) {
+            acc = static_cast<Acc>(load.element(i));
+            valid = true;
+          } else {
+            fold_into(acc, load.element(i), op);
+          }
+        }
+      }
+    }
+    acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
+    const Acc result = shuffle_from(acc, 0);
+    const bool result_valid = __shfl_sync(tally::warp::full_mask, valid, 0);
+    if (lane == w) {
+      warp_result = result;
+      warp_valid = result_valid;
+    }
+  }
+  warp_result = tally::warp::detail::reduce_lanes<warps>(warp_result, warp_valid, op);
+  return static_cast<Acc>(op(init, warp_result));
+}
+
+// Segments of VW < n <= warp_threads * VW elements need only the plan's warp 0, and only its
+// first lanes_covering(ceil(n / VW)) lanes: the levels of the warp tree whose partners lie
+// beyond those lanes combine nothing into lane 0, and the other warps of the plan are empty.
+// So `Lanes` lanes (a power of two) replay it, and a warp takes warp_threads / Lanes such
+// segments at once. Every group of Lanes lanes calls this together with its own segment (n = 0
+// for a group without one); the group's first lane returns op(init, total).
+template <unsigned Lanes, class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc segment_by_lanes(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
+  const unsigned lane = threadIdx.x % Lanes;
+  bool valid = false;
+  Acc acc = fold_chunk<Acc, VW>(load, std::uint64_t(lane) * VW, n, op, valid);
+  // The flagged shuffle-down tree of tally::warp over the group's lanes (warp/reduce.cuh,
+  // reduce_lanes): the same combines in the same order, shuffles kept within the group.
+#pragma unroll
+  for (unsigned delta = Lanes / 2; delta > 0; delta /= 2) {
+    const Acc other = shuffle_down_within<Lanes>(acc, delta);
+    const bool other_valid = __shfl_down_sync(tally::warp::full_mask, valid, delta, Lanes) && lane + delta < Lanes;
+    if (other_valid) acc = valid ? static_cast<Acc>(op(acc, other)) : other;
+    valid = valid || other_valid;
+  }
+  return static_cast<Acc>(op(init, acc));
 }
 
 // The plan's chain of folding thread t: partials t, t + block_threads, ... folded in order,
-// each by the whole block. Thread 0 returns it; valid says whether thread t has any partial.
+// each by the whole block with the tile code of tally::reduce, and, as reduce_my_tiles does,
+// the first step of the next full tile fetched before the block reduction of the current one.
+// Thread 0 returns it; valid says whether thread t has any partial.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc segment_chain(const Loader& load, const reduction_plan& plan, unsigned t, Op& op,
                                              bool& valid) {
+  constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
+  step_chunks<VW, Loader> step;
+  const auto fetch_if_full = [&](std::uint64_t tile) {
+    if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
+  };
+  if constexpr (prefetch) fetch_if_full(t);
   Acc chain{};
   valid = t < plan.tiles;
   for (std::uint64_t tile = t; tile < plan.tiles; tile += block_threads) {
-    const Acc partial = segment_tile_partial<Acc, VW>(load, plan, tile, op);
+    Acc partial;
+    if (plan.tile_is_full(tile)) {
+      if constexpr (!prefetch) fetch_if_full(tile);
+      const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
+      if constexpr (prefetch) fetch_if_full(tile + block_threads);
+      partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
+    } else {
+      partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
+    }
     chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
   }
   return chain;
