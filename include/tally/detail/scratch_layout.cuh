@@ -22,11 +22,12 @@ inline constexpr int units_done = 0;
 inline constexpr int tickets = 1;
 inline constexpr int first_stored = 2;
 inline constexpr int fallback_folds = 6;   // single passes whose block 0 reduced tiles itself (tests)
-// A segmented reduction's counts of the segments it leaves to later launches: the first launch
-// counts them up from 0, the second takes them and leaves the words 0 again
-// (kernels/segmented_kernels.cuh).
+// A segmented reduction's counts of the segments it leaves to its second launch, and of the first
+// launch's blocks done: the first launch counts them up from 0, and its last block takes them and
+// leaves the words 0 again (kernels/segmented_kernels.cuh).
 inline constexpr std::size_t block_segments_byte = 64;
 inline constexpr std::size_t long_segments_byte = 72;
+inline constexpr std::size_t segment_tickets_byte = 80;  // blocks of the first launch done; left 0
 inline constexpr std::size_t accumulator_byte = 128;
 }  // namespace control_word
 

@@ -1,6 +1,6 @@
 #pragma once
 // Device dispatch of a segmented reduction: scratch for the lists and the split segments'
-// chains, then the three launches of kernels/segmented_kernels.cuh on the policy's stream.
+// chains, then the launches of kernels/segmented_kernels.cuh on the policy's stream.
 
 #include "tally/detail/dispatch/device_dispatch.cuh"
 #include "tally/detail/dispatch/launch.cuh"
@@ -39,7 +39,6 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
-  constexpr auto numbering = &split_chains_kernel<vw, Bounds, Op>;
   constexpr auto long_ones = &long_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto split_ones = &split_segments_kernel<Acc, vw, Bounds, Op, OutIt>;
   const bool may_be_long = longest == 0 || longest > warp_segment_max<vw>;
@@ -83,13 +82,15 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
   const std::uint64_t blocks_needed = (warps_needed + block_threads / warp_threads - 1) / (block_threads / warp_threads);
   const cudaStream_t stream = policy.stream();
   launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads, stream, device,
-                         first, bounds, init, op, out, lists, group);
+                         first, bounds, init, op, out, lists, group,
+                         may_be_long ? reinterpret_cast<unsigned int*>(control_bytes_of + control_word::segment_tickets_byte)
+                                     : nullptr);
   if (may_be_long) {
-    launch_kernel<numbering>(1, block_threads, stream, device, bounds, lists);
     launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
                              bounds, init, op, out, lists, chains);
-    launch_kernel<split_ones>(unsigned(split_max > 0 ? split_max : 1), block_threads, stream, device, bounds, init, op,
-                              out, lists, static_cast<const Acc*>(chains));
+    const std::uint64_t fold_grid = resident_grid<split_ones>(policy, device);
+    launch_kernel<split_ones>(unsigned(split_max < fold_grid ? (split_max > 0 ? split_max : 1) : fold_grid), block_threads,
+                              stream, device, bounds, init, op, out, lists, static_cast<const Acc*>(chains));
   }
   lease.launched();
 }

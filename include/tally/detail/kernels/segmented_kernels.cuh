@@ -1,18 +1,20 @@
 #pragma once
-// The kernels of a segmented reduction (docs/decisions/0022). Four launches, each a grid that
+// The kernels of a segmented reduction (docs/decisions/0022). Three launches, each a grid that
 // strides over its work, since only the device knows how the segments divide:
 //   segments_by_size_kernel  reads every segment's bounds once. A lane reduces a segment of at
 //                            most VW elements itself; a group of lanes one of at most
 //                            warp_threads * VW (several such segments per warp at once); the
 //                            warp one of at most block_threads * VW. Longer ones go to two
-//                            lists in the scratch: one-tile segments and long ones
-//   split_chains_kernel      one block numbers the chains of the first long segments (the plan's
+//                            lists in the scratch: one-tile segments and long ones. Its last
+//                            block numbers the chains of the first long segments (the plan's
 //                            fold of tile partials is block_threads chains, each computable
 //                            apart), so that the next launch can give each chain a block
 //   long_segments_kernel     a block per unit of work: a chain of a split segment, a long
-//                            segment beyond those (whole, its chains in shared memory), or a
-//                            one-tile segment
-//   split_segments_kernel    a block per split segment folds its chains
+//                            segment beyond those (whole, its chains in shared memory), or
+//                            eight one-tile segments, a warp each
+//   split_segments_kernel    a block per split segment folds its chains (a launch of its own:
+//                            the last block of a segment's chains folding them instead, after
+//                            a fence and a count, measured slower for segments of 8-128 tiles)
 // Every route evaluates the segment's own plan (tile/segment_replay.cuh), so the bits are
 // tally::reduce's over that segment, whichever route it took.
 
@@ -24,7 +26,9 @@
 #include "tally/detail/tile/segment_replay.cuh"
 #include "tally/warp/reduce.cuh"
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <type_traits>
 
@@ -32,7 +36,7 @@ namespace tally::detail {
 
 // Where the first kernel leaves the segments it does not reduce: ids of one-tile segments from
 // the front of `ids`, of long ones from the back (together at most all S), counted in two words
-// of the control block. split_chains_kernel moves the counts into `taken` and zeroes the words
+// of the control block. The first launch's last block moves the counts into `taken`, zeroes the words
 // for the next call (a call whose launches failed has its control block zeroed by its lease),
 // numbers the chains of the split segments (chain_starts) and maps each chain to its segment.
 struct segment_lists {
@@ -48,6 +52,8 @@ struct segment_lists {
   // Reserves `add` places in a list; returns the first.
   __device__ std::uint64_t take(unsigned long long* word, unsigned add) const { return atomicAdd(word, add); }
   __device__ unsigned int long_id(std::uint64_t m) const { return ids[segments - 1 - m]; }
+  // The same, read past the L1: for the launch whose other blocks wrote it.
+  __device__ unsigned int long_id_written_now(std::uint64_t m) const { return __ldcg(ids + (segments - 1 - m)); }
   __device__ std::uint64_t block_segments() const { return taken[0]; }
   __device__ std::uint64_t long_segments() const { return taken[1]; }
   __device__ std::uint64_t split_count() const {
@@ -152,6 +158,53 @@ __device__ __forceinline__ void reduce_wide_segments(It first, segment_extent mi
     }
 }
 
+// By the first launch's last block, once every block has counted its segments: takes the counts
+// (segment_lists), then numbers the chains of the split segments: chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each
+// thread a run of consecutive segments, then a scan of the runs' sums), and chain_segment maps
+// each chain back to its segment, so that a block of the next launch finds its work in one read.
+// Out of line: one block runs it, and the first launch's loop keeps its few registers.
+template <int VW, class Op, class Bounds>
+__device__ __noinline__ void number_split_chains(Bounds bounds, segment_lists lists) {
+  __shared__ std::uint64_t sums[block_threads];
+  __shared__ std::uint64_t counts[2];
+  if (threadIdx.x == 0) {
+    counts[0] = *const_cast<volatile unsigned long long*>(lists.block_count);
+    counts[1] = *const_cast<volatile unsigned long long*>(lists.long_count);
+    lists.taken[0] = counts[0];
+    lists.taken[1] = counts[1];
+    *lists.block_count = 0;
+    *lists.long_count = 0;
+  }
+  __syncthreads();
+  const std::uint64_t split = counts[1] < lists.split_max ? counts[1] : lists.split_max;
+  const std::uint64_t per_thread = (split + block_threads - 1) / block_threads;
+  const std::uint64_t from = threadIdx.x * per_thread;
+  const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
+  std::uint64_t mine = 0;
+  for (std::uint64_t m = from; m < to; ++m)
+    mine += chains_of(make_plan(bounds(lists.long_id_written_now(m)).size, VW, plan_max_tiles_for<Op>));
+  sums[threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) {  // block_threads sums: a serial scan is short
+    std::uint64_t running = 0;
+    for (unsigned t = 0; t < block_threads; ++t) {
+      const std::uint64_t x = sums[t];
+      sums[t] = running;
+      running += x;
+    }
+    lists.chain_starts[split] = running;
+    lists.taken[2] = running;
+  }
+  __syncthreads();
+  std::uint64_t running = sums[threadIdx.x];
+  for (std::uint64_t m = from; m < to; ++m) {
+    lists.chain_starts[m] = running;
+    const std::uint64_t chains = chains_of(make_plan(bounds(lists.long_id_written_now(m)).size, VW, plan_max_tiles_for<Op>));
+    for (std::uint64_t c = 0; c < chains; ++c) lists.chain_segment[running + c] = static_cast<unsigned int>(m);
+    running += chains;
+  }
+}
+
 // The first launch's loop is a chain of dependent reads (bounds, then values); its speed is the
 // number of warps that wait at once, so it is held to 32 registers a thread: every warp slot of
 // an SM filled.
@@ -162,7 +215,7 @@ inline constexpr int segments_by_size_min_blocks = 8;
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     segments_by_size_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists,
-                            unsigned group) {
+                            unsigned group, unsigned int* tickets) {
   wait_for_prior_grid();
   using loader = iterator_loader<It, V, VW>;
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
@@ -198,54 +251,22 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     if (wide_lanes != 0)
       reduce_wide_segments<Acc, VW, It, V>(first, mine, by_lanes, by_warp, first_segment, init, op, out);
   }
+  // The last block to finish numbers the chains for the next launch (tickets: null where no
+  // segment can be long). Blocks wait for nothing: the last to take a ticket does the work.
+  if (tickets == nullptr) return;
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(tickets, 1u) == gridDim.x - 1;
+    if (last) __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  number_split_chains<VW, Op>(bounds, lists);
+  if (threadIdx.x == 0) *tickets = 0;
 }
 
-// One block: takes the first launch's counts (segment_lists), then numbers the chains of the
-// split segments: chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each
-// thread a run of consecutive segments, then a scan of the runs' sums), and chain_segment maps
-// each chain back to its segment, so that a block of the next launch finds its work in one read.
-template <int VW, class Bounds, class Op>
-__global__ void __launch_bounds__(block_threads) split_chains_kernel(Bounds bounds, segment_lists lists) {
-  wait_for_prior_grid();
-  __shared__ std::uint64_t sums[block_threads];
-  __shared__ std::uint64_t counts[2];
-  if (threadIdx.x == 0) {
-    counts[0] = *lists.block_count;
-    counts[1] = *lists.long_count;
-    lists.taken[0] = counts[0];
-    lists.taken[1] = counts[1];
-    *lists.block_count = 0;
-    *lists.long_count = 0;
-  }
-  __syncthreads();
-  const std::uint64_t split = counts[1] < lists.split_max ? counts[1] : lists.split_max;
-  const std::uint64_t per_thread = (split + block_threads - 1) / block_threads;
-  const std::uint64_t from = threadIdx.x * per_thread;
-  const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
-  std::uint64_t mine = 0;
-  for (std::uint64_t m = from; m < to; ++m)
-    mine += chains_of(make_plan(bounds(lists.long_id(m)).size, VW, plan_max_tiles_for<Op>));
-  sums[threadIdx.x] = mine;
-  __syncthreads();
-  if (threadIdx.x == 0) {  // block_threads sums: a serial scan is short
-    std::uint64_t running = 0;
-    for (unsigned t = 0; t < block_threads; ++t) {
-      const std::uint64_t x = sums[t];
-      sums[t] = running;
-      running += x;
-    }
-    lists.chain_starts[split] = running;
-    lists.taken[2] = running;
-  }
-  __syncthreads();
-  std::uint64_t running = sums[threadIdx.x];
-  for (std::uint64_t m = from; m < to; ++m) {
-    lists.chain_starts[m] = running;
-    const std::uint64_t chains = chains_of(make_plan(bounds(lists.long_id(m)).size, VW, plan_max_tiles_for<Op>));
-    for (std::uint64_t c = 0; c < chains; ++c) lists.chain_segment[running + c] = static_cast<unsigned int>(m);
-    running += chains;
-  }
-}
 
 // Two blocks per SM, as tally::reduce's single pass: the chains keep the next tile's loads in
 // flight in registers (segment_chain), which three blocks per SM measured no faster than.
@@ -307,7 +328,7 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
         }
       }
     }
-    if (is_chain) continue;  // the same for the whole block
+    if (is_chain) continue;  // the same for the whole block; split_segments_kernel folds them
     __syncthreads();
     const bool valid = threadIdx.x < end_chain;
     Acc chain{};
