@@ -6,8 +6,12 @@
 //       S + 1 offsets delimit S segments: segment s is [first + offsets[s], first +
 //       offsets[s + 1]); out[s] = reduce(segment s, init, op); an empty segment gives init.
 //       Returns out + S.
+//   OutIt segmented_reduce(policy, first, begins_first, begins_last, ends_first, out, init, op)
+//       begin and end offsets apart (CUB's form): segment s is [first + begins[s], first +
+//       ends[s]); segments may overlap, leave gaps and come in any order.
 //   OutIt segmented_reduce(policy, first, num_segments, segment_size, out, init, op)
 //       segments of segment_size consecutive elements (the rows of a row-major matrix).
+//   reduce_by_key (Thrust's three forms): the host backend only so far.
 //
 // Under a device policy the input, the offsets and out must be device-accessible, and the
 // call returns without waiting (like reduce_into): out is written on the policy's stream.

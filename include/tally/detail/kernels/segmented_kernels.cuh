@@ -131,31 +131,31 @@ __device__ __forceinline__ void reduce_wide_segments(It first, segment_extent mi
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   const unsigned lane = threadIdx.x % warp_threads;
   using loader = iterator_loader<It, V, VW>;
-    // Segments of at most lane_max elements: as many at once as the widest of them allows.
-    const unsigned lanes_mask = __ballot_sync(tally::warp::full_mask, by_lanes);
-    if (lanes_mask != 0) {
-      const unsigned needed = by_lanes ? tally::warp::detail::lanes_covering(unsigned((mine.size + VW - 1) / VW)) : 1u;
-      const unsigned widest = warp_max(needed);
-      if (widest <= 2) {
-        reduce_by_lane_groups<2, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
-      } else if (widest <= 4) {
-        reduce_by_lane_groups<4, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
-      } else if (widest <= 8) {
-        reduce_by_lane_groups<8, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
-      } else if (widest <= 16) {
-        reduce_by_lane_groups<16, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
-      } else {
-        reduce_by_lane_groups<32, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
-      }
+  // Segments of at most lane_max elements: as many at once as the widest of them allows.
+  const unsigned lanes_mask = __ballot_sync(tally::warp::full_mask, by_lanes);
+  if (lanes_mask != 0) {
+    const unsigned needed = by_lanes ? tally::warp::detail::lanes_covering(unsigned((mine.size + VW - 1) / VW)) : 1u;
+    const unsigned widest = warp_max(needed);
+    if (widest <= 2) {
+      reduce_by_lane_groups<2, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+    } else if (widest <= 4) {
+      reduce_by_lane_groups<4, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+    } else if (widest <= 8) {
+      reduce_by_lane_groups<8, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+    } else if (widest <= 16) {
+      reduce_by_lane_groups<16, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+    } else {
+      reduce_by_lane_groups<32, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
     }
-    // Segments of more: the whole warp replays the plan's block, one segment after another.
-    for (unsigned lanes = __ballot_sync(tally::warp::full_mask, by_warp); lanes != 0; lanes &= lanes - 1) {
-      const unsigned source = unsigned(__ffs(lanes)) - 1u;
-      const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
-      const std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
-      const Acc result = segment_by_warp<Acc, VW>(loader{advance_to(first, begin)}, size, init, op);
-      if (lane == 0) out[static_cast<out_diff>(first_segment + source)] = result;
-    }
+  }
+  // Segments of more: the whole warp replays the plan's block, one segment after another.
+  for (unsigned lanes = __ballot_sync(tally::warp::full_mask, by_warp); lanes != 0; lanes &= lanes - 1) {
+    const unsigned source = unsigned(__ffs(lanes)) - 1u;
+    const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
+    const std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
+    const Acc result = segment_by_warp<Acc, VW>(loader{advance_to(first, begin)}, size, init, op);
+    if (lane == 0) out[static_cast<out_diff>(first_segment + source)] = result;
+  }
 }
 
 // By the first launch's last block, once every block has counted its segments: takes the counts
