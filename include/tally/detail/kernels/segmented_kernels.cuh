@@ -268,8 +268,8 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
 }
 
 
-// Two blocks per SM, as tally::reduce's single pass: the chains keep the next tile's loads in
-// flight in registers (segment_chain), which three blocks per SM measured no faster than.
+// Two blocks per SM, as tally::reduce's single pass: three (80 registers a thread) measured no
+// faster, four spilled.
 inline constexpr int long_segments_min_blocks = 2;
 
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>

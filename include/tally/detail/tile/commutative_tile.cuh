@@ -389,15 +389,14 @@ __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, 
   return tally::block::detail::fold_warps<block_threads, false, Runs>(acc, valid, op);
 }
 
-// Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
-// The first step of a block's next full tile is fetched before the block reduction of the
-// current one, so a block keeps its loads in flight from one tile to the next: with
-// one-step tiles (N up to 2^24 floats) that reduction would otherwise leave it idle.
-template <class Acc, int VW, class Loader, class Op, class Codec>
-__device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
-                                                unsigned int epoch, std::uint64_t first_tile,
-                                                std::uint64_t tile_stride) {
+// Reduces the tiles first_tile, first_tile + tile_stride, ... in order, handing each partial to
+// take(tile, partial) (thread 0's partial is the block's). The first step of a block's next
+// full tile is fetched before the block reduction of the current one, so a block keeps its
+// loads in flight from one tile to the next: with one-step tiles (N up to 2^24 floats) that
+// reduction would otherwise leave it idle.
+template <class Acc, int VW, class Loader, class Op, class Take>
+__device__ __forceinline__ void reduce_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                             std::uint64_t first_tile, std::uint64_t tile_stride, Take take) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
@@ -414,8 +413,19 @@ __device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduct
     } else {
       partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
     }
-    if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)), epoch);
+    take(tile, partial);
   }
+}
+
+// Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
+template <class Acc, int VW, class Loader, class Op, class Codec>
+__device__ __forceinline__ void reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                                const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
+                                                unsigned int epoch, std::uint64_t first_tile,
+                                                std::uint64_t tile_stride) {
+  reduce_tiles<Acc, VW>(load, plan, op, first_tile, tile_stride, [&](std::uint64_t tile, const Acc& partial) {
+    if (threadIdx.x == 0) cells[tile].publish(codec.encode(partial, plan.tile_begin(tile)), epoch);
+  });
 }
 
 }  // namespace tally::detail

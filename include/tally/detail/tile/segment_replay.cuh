@@ -85,31 +85,48 @@ __device__ __forceinline__ T shuffle_down_within(const T& value, unsigned delta)
   return out;
 }
 
-// A segment of VW < n <= warp_segment_max<VW> elements, by one whole warp (every lane calls
-// it with the same n); lane 0 returns op(init, total).
-template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc segment_by_warp(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
-  constexpr unsigned warps = block_threads / warp_threads;
-  const unsigned lane = threadIdx.x % warp_threads;
-  const unsigned passes = unsigned((n + std::uint64_t(warp_threads) * VW - 1) / (std::uint64_t(warp_threads) * VW));
+// The plan's block tree replayed by one warp: add_warp(w, ...) takes this warp's lanes as the
+// plan's warp w (each lane's fold and whether it has one) and keeps that warp's tree result in
+// lane w; result() is warp 0's flagged tree over the 8 warps' results (block/reduce.cuh,
+// fold_warps; with every warp holding a value it is the same tree unflagged), then op(init, .),
+// in lane 0.
+template <class Acc>
+struct replayed_block {
   Acc warp_result{};
-  bool warp_valid = false;  // lane w holds the plan's warp w's result
-  for (unsigned w = 0; w < passes; ++w) {
-    // The plan's thread 32w + lane: its chunk 0 (its only one below n), elements in order.
-    bool valid = false;
-    Acc acc = fold_chunk<Acc, VW>(load, (std::uint64_t(w) * warp_threads + lane) * VW, n, op, valid);
+  bool warp_valid = false;
+
+  template <class Op>
+  __device__ __forceinline__ void add_warp(unsigned w, Acc acc, bool valid, Op& op) {
     acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
     const Acc result = shuffle_from(acc, 0);
     const bool result_valid = __shfl_sync(tally::warp::full_mask, valid, 0);
-    if (lane == w) {
+    if (threadIdx.x % warp_threads == w) {
       warp_result = result;
       warp_valid = result_valid;
     }
   }
-  // The block's warp 0 folds the warps' results by the tree over `warps` lanes, flagged
-  // (block/reduce.cuh, fold_warps); every warp holding a value gives the same tree unflagged.
-  warp_result = tally::warp::detail::reduce_lanes<warps>(warp_result, warp_valid, op);
-  return static_cast<Acc>(op(init, warp_result));
+  template <class Op>
+  __device__ __forceinline__ Acc result(const Acc& init, Op& op) {
+    constexpr unsigned warps = block_threads / warp_threads;
+    const Acc total = tally::warp::detail::reduce_lanes<warps>(warp_result, warp_valid, op);
+    return static_cast<Acc>(op(init, total));
+  }
+};
+
+// A segment of VW < n <= warp_segment_max<VW> elements, by one whole warp (every lane calls
+// it with the same n); lane 0 returns op(init, total).
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc segment_by_warp(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
+  const unsigned lane = threadIdx.x % warp_threads;
+  const unsigned passes = unsigned((n + std::uint64_t(warp_threads) * VW - 1) / (std::uint64_t(warp_threads) * VW));
+  replayed_block<Acc> block;
+  for (unsigned w = 0; w < passes; ++w) {
+    // The plan's thread 32w + lane: its chunk 0 (its only one below n), elements in order.
+    bool valid = false;
+    Acc acc = fold_chunk<Acc, VW>(load, (std::uint64_t(w) * warp_threads + lane) * VW, n, op, valid);
+    block.add_warp(w, acc, valid, op);
+  }
+  return block.result(init, op);
 }
 
 // A segment of at most one step (block_segment_max<VW> elements: the plan's one tile of one
@@ -125,8 +142,7 @@ __device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uin
   const unsigned passes = n >= std::uint64_t(block_threads) * VW
                               ? warps
                               : unsigned((n + std::uint64_t(warp_threads) * VW - 1) / (std::uint64_t(warp_threads) * VW));
-  Acc warp_result{};
-  bool warp_valid = false;  // lane w holds the plan's warp w's result
+  replayed_block<Acc> block;
   for (unsigned w = 0; w < passes; ++w) {
     const std::uint64_t thread = std::uint64_t(w) * warp_threads + lane;
     value_t chunks[loads_per_step][VW];
@@ -161,16 +177,9 @@ __device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uin
         }
       }
     }
-    acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
-    const Acc result = shuffle_from(acc, 0);
-    const bool result_valid = __shfl_sync(tally::warp::full_mask, valid, 0);
-    if (lane == w) {
-      warp_result = result;
-      warp_valid = result_valid;
-    }
+    block.add_warp(w, acc, valid, op);
   }
-  warp_result = tally::warp::detail::reduce_lanes<warps>(warp_result, warp_valid, op);
-  return static_cast<Acc>(op(init, warp_result));
+  return block.result(init, op);
 }
 
 // Segments of VW < n <= warp_threads * VW elements need only the plan's warp 0, and only its
@@ -197,32 +206,17 @@ __device__ __forceinline__ Acc segment_by_lanes(const Loader& load, std::uint64_
 }
 
 // The plan's chain of folding thread t: partials t, t + block_threads, ... folded in order,
-// each by the whole block with the tile code of tally::reduce, and, as reduce_my_tiles does,
-// the first step of the next full tile fetched before the block reduction of the current one.
-// Thread 0 returns it; valid says whether thread t has any partial.
+// each by the whole block with tally::reduce's tile code, the next tile's first step in flight
+// during the block reduction of the current one (reduce_tiles). Thread 0 returns it; valid says
+// whether thread t has any partial.
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc segment_chain(const Loader& load, const reduction_plan& plan, unsigned t, Op& op,
                                              bool& valid) {
-  constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
-  step_chunks<VW, Loader> step;
-  const auto fetch_if_full = [&](std::uint64_t tile) {
-    if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
-  };
-  if constexpr (prefetch) fetch_if_full(t);
   Acc chain{};
   valid = t < plan.tiles;
-  for (std::uint64_t tile = t; tile < plan.tiles; tile += block_threads) {
-    Acc partial;
-    if (plan.tile_is_full(tile)) {
-      if constexpr (!prefetch) fetch_if_full(tile);
-      const auto mine = fold_fetched_full_tile<Acc, VW>(load, plan.tile_begin(tile), plan.steps_per_tile, op, step);
-      if constexpr (prefetch) fetch_if_full(tile + block_threads);
-      partial = reduce_full_tile_folds<Acc>(load, mine, plan.tile_begin(tile), op);
-    } else {
-      partial = reduce_partial_tile_of_block<Acc, VW>(load, plan.tile_begin(tile), plan.n, op);
-    }
+  reduce_tiles<Acc, VW>(load, plan, op, t, block_threads, [&](std::uint64_t tile, const Acc& partial) {
     chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
-  }
+  });
   return chain;
 }
 
