@@ -27,6 +27,10 @@ using namespace tally_test;
 
 class segmented_device : public device_test {};
 
+struct square {
+  __host__ __device__ double operator()(float v) const { return double(v) * double(v); }
+};
+
 // Sizes at every edge of the size classes for 4- and 8-byte values (VW = 4 and 2: a lane takes
 // up to VW, a warp up to 256 * VW, a block up to one step of 2048 * VW), plus long segments of
 // several tiles, random small ones and empty ones.
@@ -306,6 +310,57 @@ TEST_F(segmented_device, streams_and_graphs) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(other);
+}
+
+// Per-cell x/y/z sums in one pass (a zip of three arrays, a tuple accumulator), a float3 array of
+// structures, and a transformed input: each segment's result has the bits of tally::reduce or
+// tally::transform_reduce over that segment alone.
+TEST_F(segmented_device, fields_zips_and_transforms_per_segment) {
+  seeded s(11);
+  SCOPED_TRACE(s.trace());
+  const auto offsets = class_edge_offsets(s.rng, 60);
+  const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
+  auto hx = random_values<float>(n, s.rng), hy = random_values<float>(n, s.rng), hz = random_values<float>(n, s.rng);
+  for (auto& v : hy) v += 0.25f;  // sums away from 0, so that the accurate check can tell them from 0
+  const thrust::device_vector<float> x(hx.begin(), hx.end()), y(hy.begin(), hy.end()), z(hz.begin(), hz.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  using xyz = cuda::std::tuple<float, float, float>;
+  const auto points = tally::zip(x.begin(), y.begin(), z.begin());
+  thrust::device_vector<xyz> sums(segments, xyz(-1.0f, -1.0f, -1.0f));
+  tally::segmented_reduce(tally::device, points, d_offsets.begin(), d_offsets.end(), sums.begin(), xyz(0.0f, 0.0f, 0.0f),
+                          tally::plus<>{});
+  std::vector<float3> aos(n);
+  for (std::size_t i = 0; i < n; ++i) aos[i] = float3{hx[i], hy[i], hz[i]};
+  const thrust::device_vector<float3> d_aos(aos.begin(), aos.end());
+  thrust::device_vector<float3> aos_sums(segments, float3{-1.0f, -1.0f, -1.0f});
+  tally::segmented_reduce(tally::device, d_aos.begin(), d_offsets.begin(), d_offsets.end(), aos_sums.begin(),
+                          float3{0.0f, 0.0f, 0.0f}, tally::plus<>{});
+  const auto squares = thrust::make_transform_iterator(x.begin(), square{});
+  thrust::device_vector<double> square_sums(segments, -1.0);
+  tally::segmented_reduce(tally::device, squares, d_offsets.begin(), d_offsets.end(), square_sums.begin(), 0.0,
+                          tally::plus<double>{});
+  const thrust::host_vector<xyz> got = sums;
+  const thrust::host_vector<float3> got_aos = aos_sums;
+  const thrust::host_vector<double> got_squares = square_sums;
+  for (std::size_t i = 0; i < segments; ++i) {
+    const xyz alone = tally::reduce(tally::device, points + offsets[i], points + offsets[i + 1], xyz(0.0f, 0.0f, 0.0f),
+                                    tally::plus<>{});
+    ASSERT_EQ(bits_of(cuda::std::get<0>(got[i])), bits_of(cuda::std::get<0>(alone))) << "x of segment " << i;
+    ASSERT_EQ(bits_of(cuda::std::get<1>(got[i])), bits_of(cuda::std::get<1>(alone))) << "y of segment " << i;
+    ASSERT_EQ(bits_of(cuda::std::get<2>(got[i])), bits_of(cuda::std::get<2>(alone))) << "z of segment " << i;
+    const float3 aos_alone = tally::reduce(tally::device, d_aos.begin() + offsets[i], d_aos.begin() + offsets[i + 1],
+                                           float3{0.0f, 0.0f, 0.0f}, tally::plus<>{});
+    ASSERT_EQ(bits_of(got_aos[i].x), bits_of(aos_alone.x)) << "float3 segment " << i;
+    ASSERT_EQ(bits_of(got_aos[i].z), bits_of(aos_alone.z)) << "float3 segment " << i;
+    const double squares_alone = tally::transform_reduce(tally::device, x.begin() + offsets[i], x.begin() + offsets[i + 1],
+                                                         square{}, 0.0, tally::plus<double>{});
+    ASSERT_EQ(bits_of(got_squares[i]), bits_of(squares_alone)) << "squares of segment " << i;
+    if (offsets[i + 1] > offsets[i]) {
+      ASSERT_TRUE(sum_is_near(cuda::std::get<1>(got[i]), reference_sum<double>(hy, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 0.0),
+                              sum_error_bound(hy, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 0.0)))
+          << "y of segment " << i;
+    }
+  }
 }
 
 }  // namespace
