@@ -363,4 +363,40 @@ TEST_F(segmented_device, fields_zips_and_transforms_per_segment) {
   }
 }
 
+// An operator that is not commutative (composition of affine maps modulo 2^64: exact, and any
+// change of order changes the answer) keeps each segment's left-to-right order, over every
+// size class and a segment of several tiles.
+struct affine {
+  std::uint64_t a, b;
+};
+struct then_apply {  // first `first`, then `second`
+  __host__ __device__ affine operator()(const affine& first, const affine& second) const {
+    return {first.a * second.a, first.b * second.a + second.b};
+  }
+};
+
+TEST_F(segmented_device, an_operator_that_is_not_commutative_keeps_each_segments_order) {
+  seeded s(12);
+  SCOPED_TRACE(s.trace());
+  auto offsets = class_edge_offsets(s.rng, 40);
+  offsets.push_back(offsets.back() + (under_sanitizer() ? 20000 : 600001));  // 293 tiles: two partials a folding thread
+  std::vector<affine> v(static_cast<std::size_t>(offsets.back()));
+  std::uniform_int_distribution<std::uint64_t> any;
+  for (auto& m : v) m = {any(s.rng) | 1u, any(s.rng)};
+  const thrust::device_vector<affine> d_v(v.begin(), v.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  const std::size_t segments = offsets.size() - 1;
+  thrust::device_vector<affine> d_out(segments, affine{0, 0});
+  const affine identity{1, 0};
+  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), identity,
+                          then_apply{});
+  const thrust::host_vector<affine> out = d_out;
+  for (std::size_t i = 0; i < segments; ++i) {
+    affine want = identity;
+    for (std::int64_t k = offsets[i]; k < offsets[i + 1]; ++k) want = then_apply{}(want, v[std::size_t(k)]);
+    ASSERT_TRUE(out[i].a == want.a && out[i].b == want.b)
+        << "segment " << i << " of " << (offsets[i + 1] - offsets[i]) << " maps";
+  }
+}
+
 }  // namespace

@@ -16,8 +16,8 @@
 // Under a device policy the input, the offsets and out must be device-accessible, and the
 // call returns without waiting (like reduce_into): out is written on the policy's stream.
 // Offsets that a device reads are not checked on the host: a segment whose bounds are
-// negative or decrease gives init and reads nothing. The device backend takes commutative
-// operators and accumulators of at most 64 bytes so far (docs/segmented.md).
+// negative or decrease gives init and reads nothing. The device backend takes accumulators of
+// at most 64 bytes (docs/segmented.md).
 
 #include "tally/detail/dispatch/segmented_dispatch.cuh"
 #include "tally/detail/segment_bounds.cuh"

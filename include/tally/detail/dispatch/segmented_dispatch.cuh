@@ -25,17 +25,10 @@ inline constexpr std::uint64_t segmented_chain_bytes = std::uint64_t(2) << 20;
 
 inline std::size_t round_up_64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// Reduces `segments` segments of the input at `first` (a device-readable iterator) into
-// out[0, segments). longest: an upper bound of the segments' sizes where the host knows one
-// (the fixed-size form), else 0: then every launch is made, and the device decides.
+// The commutative operators' launches (device_segmented_reduce below).
 template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
-void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, std::uint64_t longest, OutIt out,
-                             Acc init, Op op, const Policy& policy, int device) {
-  static_assert(is_commutative_v<Op>,
-                "tally::segmented_reduce: the device backend takes commutative operators for now (an operator "
-                "that keeps left-to-right order is issue 36's next step); use tally::host for this operator");
-  static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
-                "tally::segmented_reduce: the device backend takes accumulators (init's type) of at most 64 bytes");
+void launch_commutative_segmented(It first, Bounds bounds, std::uint64_t segments, std::uint64_t longest, OutIt out,
+                                  Acc init, Op op, const Policy& policy, int device) {
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
@@ -93,6 +86,28 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
                               stream, device, bounds, init, op, out, lists, static_cast<const Acc*>(chains));
   }
   lease.launched();
+}
+
+// Reduces `segments` segments of the input at `first` (a device-readable iterator) into
+// out[0, segments). longest: an upper bound of the segments' sizes where the host knows one
+// (the fixed-size form), else 0: then every launch is made, and the device decides. An operator
+// that is not commutative takes a block per segment in the ordered plan.
+template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
+void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, std::uint64_t longest, OutIt out,
+                             Acc init, Op op, const Policy& policy, int device) {
+  static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
+                "tally::segmented_reduce: the device backend takes accumulators (init's type) of at most 64 bytes");
+  if constexpr (is_commutative_v<Op>) {
+    launch_commutative_segmented(first, bounds, segments, longest, out, init, op, policy, device);
+  } else {
+    using V = iterator_value_t<It>;
+    constexpr int vw = plan_vector_width_v<It>;
+    constexpr auto ordered = &ordered_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
+    check_stream_of_device(policy.stream(), device);
+    const std::uint64_t resident = resident_grid<ordered>(policy, device);
+    launch_kernel<ordered>(unsigned(segments < resident ? segments : resident), block_threads, policy.stream(), device,
+                           first, bounds, init, op, out, segments);
+  }
 }
 
 }  // namespace tally::detail

@@ -16,7 +16,8 @@
 //                            the last block of a segment's chains folding them instead, after
 //                            a fence and a count, measured slower for segments of 8-128 tiles)
 // Every route evaluates the segment's own plan (tile/segment_replay.cuh), so the bits are
-// tally::reduce's over that segment, whichever route it took.
+// tally::reduce's over that segment, whichever route it took. An operator that is not
+// commutative takes ordered_segments_kernel alone: a block per segment in the ordered plan.
 
 #include "tally/detail/kernels/grid_dependency.cuh"
 #include "tally/detail/loads/loads.cuh"
@@ -267,6 +268,23 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
   if (threadIdx.x == 0) *tickets = 0;
 }
 
+
+// Segments under an operator that is not commutative: a block each, in the ordered plan
+// (ordered_segment_by_block). One launch, no lists: each block reads its segments' bounds.
+template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    ordered_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments) {
+  wait_for_prior_grid();
+  using loader = typename segment_loader_of<It, V, VW>::type;
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  __shared__ alignas(Acc) unsigned char slot_bytes[block_threads * sizeof(Acc)];
+  Acc* const slots = reinterpret_cast<Acc*>(slot_bytes);
+  for (std::uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const segment_extent e = bounds(s);
+    const Acc result = ordered_segment_by_block<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init, op, slots);
+    if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
+  }
+}
 
 // Two blocks per SM, as tally::reduce's single pass: three (80 registers a thread) measured no
 // faster, four spilled.

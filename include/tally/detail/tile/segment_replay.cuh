@@ -20,6 +20,7 @@
 #include "tally/detail/plan.cuh"
 #include "tally/detail/tile/commutative_fold.cuh"
 #include "tally/detail/tile/commutative_tile.cuh"
+#include "tally/detail/tile/ordered_tile.cuh"
 #include "tally/warp/reduce.cuh"
 
 #include <cstdint>
@@ -226,6 +227,42 @@ template <class Acc, class Op>
 __device__ __forceinline__ Acc segment_fold_chains(Acc chain, bool valid, std::uint64_t tiles, const Acc& init,
                                                    Op& op) {
   const Acc total = fold_partials_of<Acc>(chain, valid, tiles, op);
+  return static_cast<Acc>(op(init, total));
+}
+
+// A segment under an operator that is not commutative, by one whole block, in the ordered
+// plan (plan.cuh, ordered_tile): its tiles in order by tally::reduce's ordered tile code; thread
+// t's contiguous range of tile partials folded in order (kept in `slots`, one per thread), then
+// the ordered tree over the threads, as ordered_fold_published_partials does; thread 0 returns
+// op(init, total). Every thread of the block calls it with the same n.
+template <class Acc, int VW, class Op, class Loader>
+__device__ __forceinline__ Acc ordered_segment_by_block(const Loader& load, std::uint64_t n, const Acc& init, Op& op,
+                                                        Acc* slots) {
+  if (n == 0) return init;
+  const reduction_plan plan = make_plan(n, VW, plan_max_tiles_for<Op>);
+  const std::uint64_t per_thread = ordered_partials_per_thread(plan.tiles);
+  Acc range{};
+  for (std::uint64_t tile = 0; tile < plan.tiles; ++tile) {
+    const Acc partial = ordered_reduce_tile<Acc, VW>(load, plan, tile, op);
+    if (threadIdx.x == 0) {
+      range = tile % per_thread == 0 ? partial : static_cast<Acc>(op(range, partial));
+      if (tile % per_thread == per_thread - 1 || tile + 1 == plan.tiles) slots[tile / per_thread] = range;
+    }
+  }
+  __syncthreads();
+  const bool valid = threadIdx.x * per_thread < plan.tiles;
+  Acc acc{};
+  if (valid) acc = slots[threadIdx.x];
+  __syncthreads();  // the slots are read before the block's next segment writes them
+  Acc total;
+  if (tuning::ordered_fold_few_partials_by_warp && plan.tiles <= warp_threads) {
+    bool v = valid;
+    total = acc;
+    if (threadIdx.x < warp_threads) total = tally::warp::reduce_ordered(acc, v, op);
+  } else {
+    bool v = valid;
+    total = tally::block::reduce_ordered<block_threads>(acc, v, op);
+  }
   return static_cast<Acc>(op(init, total));
 }
 
