@@ -210,6 +210,7 @@ OutIt segmented_reduce(const Policy& policy, It first, BeginIt begins_first, Beg
   const std::uint64_t segments = detail::checked_distance(begins_first, begins_last, "segmented_reduce");
   if constexpr (std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>) {
     detail::check_operator<T, Op, detail::iterator_value_t<It>>();
+    std::uint64_t total = 0;
     for (std::uint64_t s = 0; s < segments; ++s) {
       const auto b = static_cast<std::int64_t>(begins_first[static_cast<std::ptrdiff_t>(s)]);
       const auto e = static_cast<std::int64_t>(ends_first[static_cast<std::ptrdiff_t>(s)]);
@@ -217,10 +218,8 @@ OutIt segmented_reduce(const Policy& policy, It first, BeginIt begins_first, Beg
         detail::throw_invalid_argument("segmented_reduce", "segment " + std::to_string(s) +
                                                                " has a negative begin or ends before it begins; "
                                                                "each segment needs 0 <= begin <= end");
+      total += std::uint64_t(e - b);
     }
-    std::uint64_t total = 0;
-    for (std::uint64_t s = 0; s < segments; ++s)
-      total += std::uint64_t(ends_first[static_cast<std::ptrdiff_t>(s)] - begins_first[static_cast<std::ptrdiff_t>(s)]);
     detail::for_each_segment(segments, total, p.thread_count(), [&](std::uint64_t s) {
       const auto b = static_cast<std::ptrdiff_t>(begins_first[static_cast<std::ptrdiff_t>(s)]);
       const auto e = static_cast<std::ptrdiff_t>(ends_first[static_cast<std::ptrdiff_t>(s)]);

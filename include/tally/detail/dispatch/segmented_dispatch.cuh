@@ -10,6 +10,7 @@
 #include "tally/detail/scratch_layout.cuh"
 #include "tally/operator_traits.cuh"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tally::detail {
@@ -81,8 +82,8 @@ void launch_commutative_segmented(It first, Bounds bounds, std::uint64_t segment
   if (may_be_long) {
     launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
                              bounds, init, op, out, lists, chains);
-    const std::uint64_t fold_grid = resident_grid<split_ones>(policy, device);
-    launch_kernel<split_ones>(unsigned(split_max < fold_grid ? (split_max > 0 ? split_max : 1) : fold_grid), block_threads,
+    const std::uint64_t fold_grid = std::min(split_max, resident_grid<split_ones>(policy, device));  // split_max >= 1 here
+    launch_kernel<split_ones>(unsigned(fold_grid), block_threads,
                               stream, device, bounds, init, op, out, lists, static_cast<const Acc*>(chains));
   }
   lease.launched();

@@ -5,16 +5,18 @@
 // with fewer threads where the plan's threads would be mostly idle:
 //   n <= VW           one thread: the plan's thread 0 holds the only chunk, and every tree
 //                     above it combines that value with nothing
-//   n <= block*VW     one warp replays the plan's block: on pass w its lanes are the plan's
-//                     warp w (each holding at most chunk u = 0), the warp tree with validity
-//                     flags gives warp w's result, and the 8 results go through the tree the
-//                     block's warp 0 runs over them
-//   one tile          a block runs the tile code of tally::reduce itself
-//   more tiles        tile partials by the tile code; the plan's fold of them is thread t's
-//                     chain over partials t, t + block_threads, ... then the block tree, and a
-//                     chain can be computed apart from the others (segment_chain)
-// Only the order of combination decides the bits, so loads are element by element: segments
-// start anywhere, and the plan's chunks are groups of indices, not aligned vectors.
+//   n <= 32 VW        a group of lanes: only the plan's warp 0 holds chunks, and only its first
+//                     lanes (segment_by_lanes)
+//   one tile          one warp replays the plan's block: on pass w its lanes are the plan's
+//                     warp w, the warp tree with validity flags gives warp w's result, and the
+//                     8 results go through the tree the block's warp 0 runs over them
+//                     (replayed_block; segment_by_warp, segment_by_warp_step)
+//   more tiles        tile partials by tally::reduce's tile code; the plan's fold of them is
+//                     thread t's chain over partials t, t + block_threads, ... then the block
+//                     tree, and a chain can be computed apart from the others (segment_chain)
+//   not commutative   one block in the ordered plan (ordered_segment_by_block)
+// Only the order of combination decides the bits, so how a chunk is read (one 16-byte load or
+// element by element) is the loader's choice: segments start anywhere.
 
 #include "tally/block/reduce.cuh"
 #include "tally/detail/plan.cuh"
@@ -60,30 +62,31 @@ __device__ __forceinline__ Acc segment_by_thread(const Loader& load, std::uint64
   return static_cast<Acc>(op(init, fold_chunk<Acc, VW>(load, 0, n, op, valid)));
 }
 
-// Every lane gets lane `source`'s value (a type whose copy is its bytes, as the trees move).
-template <class T>
-__device__ __forceinline__ T shuffle_from(const T& value, unsigned source) {
+// A value of any type whose copy is its bytes (as the trees move them) through a shuffle of
+// its 32-bit words: shuffle(word) is __shfl_sync or a variant of it.
+template <class T, class Shuffle>
+__device__ __forceinline__ T shuffle_words(const T& value, Shuffle shuffle) {
   constexpr int words = int((sizeof(T) + 3) / 4);
   int buffer[words] = {};
   std::memcpy(buffer, static_cast<const void*>(&value), sizeof(T));
 #pragma unroll
-  for (int w = 0; w < words; ++w) buffer[w] = __shfl_sync(tally::warp::full_mask, buffer[w], int(source));
+  for (int w = 0; w < words; ++w) buffer[w] = shuffle(buffer[w]);
   T out;
   std::memcpy(static_cast<void*>(&out), buffer, sizeof(T));
   return out;
 }
 
-// __shfl_down_sync within groups of Width lanes, for any type whose copy is its bytes.
+// Every lane gets lane `source`'s value.
+template <class T>
+__device__ __forceinline__ T shuffle_from(const T& value, unsigned source) {
+  return shuffle_words(value, [source](int word) { return __shfl_sync(tally::warp::full_mask, word, int(source)); });
+}
+
+// __shfl_down_sync within groups of Width lanes.
 template <unsigned Width, class T>
 __device__ __forceinline__ T shuffle_down_within(const T& value, unsigned delta) {
-  constexpr int words = int((sizeof(T) + 3) / 4);
-  int buffer[words] = {};
-  std::memcpy(buffer, static_cast<const void*>(&value), sizeof(T));
-#pragma unroll
-  for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(tally::warp::full_mask, buffer[w], delta, int(Width));
-  T out;
-  std::memcpy(static_cast<void*>(&out), buffer, sizeof(T));
-  return out;
+  return shuffle_words(value,
+                       [delta](int word) { return __shfl_down_sync(tally::warp::full_mask, word, delta, int(Width)); });
 }
 
 // The plan's block tree replayed by one warp: add_warp(w, ...) takes this warp's lanes as the
@@ -115,7 +118,9 @@ struct replayed_block {
 };
 
 // A segment of VW < n <= warp_segment_max<VW> elements, by one whole warp (every lane calls
-// it with the same n); lane 0 returns op(init, total).
+// it with the same n); lane 0 returns op(init, total). The plan's threads hold one chunk each
+// here, so a lane holds one chunk at a time: the first launch, which calls it, runs in 32
+// registers a thread (segment_by_warp_step holds a whole step).
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc segment_by_warp(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
   const unsigned lane = threadIdx.x % warp_threads;
