@@ -1,10 +1,12 @@
-// tally::segmented_reduce on the host (issue 36, branch work in progress): every segment has
+// tally::segmented_reduce, reduce_by_key, reduce_rows and reduce_columns on the host (issue 36): every segment has
 // the bits of tally::reduce over that segment alone, whatever the mix of segment sizes and the
 // thread count; integer segments equal an exact reference; an operator that is not commutative
 // keeps each segment's left-to-right order; empty segments give init; bad offsets are refused
 // before anything is written.
 
 #include "support/test_support.cuh"
+#include "tally/matrix_reduce.cuh"
+#include "tally/reduce_by_key.cuh"
 #include "tally/segmented_reduce.cuh"
 #include "tally/tally.cuh"
 
@@ -190,6 +192,82 @@ TEST(segmented_host, reduce_by_key_gives_thrusts_runs_and_each_runs_own_reduce) 
                                          values_out.begin());
   EXPECT_EQ(none.first, keys_out.begin());
   EXPECT_EQ(none.second, values_out.begin());
+  // reduce_by_key_into: the same runs, the count written.
+  std::vector<int> into_keys(n, -1), into_values(n, -1);
+  long long count = -1;
+  tally::reduce_by_key_into(tally::host, keys.begin(), keys.end(), ints.begin(), into_keys.begin(), into_values.begin(),
+                            &count);
+  ASSERT_EQ(count, runs);
+  for (std::ptrdiff_t r = 0; r < runs; ++r) {
+    ASSERT_EQ(into_keys[r], thrust_keys[r]) << "run " << r;
+    ASSERT_EQ(into_values[r], thrust_values[r]) << "run " << r;
+  }
+  tally::reduce_by_key_into(tally::host, keys.begin(), keys.begin(), ints.begin(), into_keys.begin(),
+                            into_values.begin(), &count);
+  EXPECT_EQ(count, 0);
+}
+
+// Rows and columns of a matrix with a leading dimension past cols: each row has the bits of
+// tally::reduce over it, each column those of tally::reduce over a copy of it; integer results
+// are exact; the transform_ forms have the bits of tally::transform_reduce over each row,
+// segment and column; bad shapes are refused before anything is written.
+TEST(segmented_host, rows_columns_and_transform_forms) {
+  seeded s(18);
+  SCOPED_TRACE(s.trace());
+  const std::int64_t rows = 300, cols = 70, ld = 75;
+  const auto v = random_values<float>(std::size_t((rows - 1) * ld + cols), s.rng);
+  const auto ints = random_values<int>(v.size(), s.rng);
+  std::vector<float> row_sums(rows, -1.0f), col_sums(cols, -1.0f);
+  std::vector<int> int_rows(rows, -1), int_cols(cols, -1);
+  EXPECT_EQ(tally::reduce_rows(tally::host, v.begin(), rows, cols, ld, row_sums.begin()), row_sums.end());
+  EXPECT_EQ(tally::reduce_columns(tally::host.threads(3), v.begin(), rows, cols, ld, col_sums.begin()), col_sums.end());
+  tally::reduce_rows(tally::host, ints.begin(), rows, cols, ld, int_rows.begin(), 5, tally::plus<int>{});
+  tally::reduce_columns(tally::host, ints.begin(), rows, cols, ld, int_cols.begin(), 5, tally::plus<int>{});
+  std::vector<double> square_rows(rows), square_cols(cols);
+  const auto square = [](float x) { return double(x) * double(x); };
+  tally::transform_reduce_rows(tally::host, v.begin(), rows, cols, ld, square_rows.begin(), square, 0.0,
+                               tally::plus<double>{});
+  tally::transform_reduce_columns(tally::host, v.begin(), rows, cols, ld, square_cols.begin(), square, 0.0,
+                                  tally::plus<double>{});
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto b = v.begin() + i * ld;
+    ASSERT_EQ(bits_of(row_sums[std::size_t(i)]), bits_of(tally::reduce(tally::host, b, b + cols))) << "row " << i;
+    ASSERT_EQ(bits_of(square_rows[std::size_t(i)]),
+              bits_of(tally::transform_reduce(tally::host, b, b + cols, square, 0.0, tally::plus<double>{})))
+        << "row " << i;
+    long long exact = 5;
+    for (std::int64_t j = 0; j < cols; ++j) exact += ints[std::size_t(i * ld + j)];
+    ASSERT_EQ(int_rows[std::size_t(i)], int(exact)) << "row " << i;
+  }
+  for (std::int64_t j = 0; j < cols; ++j) {
+    std::vector<float> column;
+    std::vector<double> squares;
+    long long exact = 5;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      column.push_back(v[std::size_t(i * ld + j)]);
+      squares.push_back(square(column.back()));
+      exact += ints[std::size_t(i * ld + j)];
+    }
+    ASSERT_EQ(bits_of(col_sums[std::size_t(j)]), bits_of(tally::reduce(tally::host, column.begin(), column.end())))
+        << "column " << j;
+    ASSERT_EQ(bits_of(square_cols[std::size_t(j)]),
+              bits_of(tally::reduce(tally::host, squares.begin(), squares.end(), 0.0, tally::plus<double>{})))
+        << "column " << j;
+    ASSERT_EQ(int_cols[std::size_t(j)], int(exact)) << "column " << j;
+  }
+  const std::vector<std::int64_t> offsets{0, 3, 3, 100, 5000, 20000};
+  std::vector<double> segments(offsets.size() - 1, -1.0);
+  tally::transform_segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), segments.begin(), square,
+                                    0.0, tally::plus<double>{});
+  for (std::size_t k = 0; k + 1 < offsets.size(); ++k)
+    ASSERT_EQ(bits_of(segments[k]), bits_of(tally::transform_reduce(tally::host, v.begin() + offsets[k],
+                                                                    v.begin() + offsets[k + 1], square, 0.0,
+                                                                    tally::plus<double>{})))
+        << "segment " << k;
+  std::vector<float> untouched(10, -1.0f);
+  EXPECT_THROW(tally::reduce_rows(tally::host, v.begin(), 10, 20, 19, untouched.begin()), std::invalid_argument);
+  EXPECT_THROW(tally::reduce_columns(tally::host, v.begin(), 10, -1, 19, untouched.begin()), std::invalid_argument);
+  for (float x : untouched) EXPECT_EQ(x, -1.0f) << "written before a refusal";
 }
 
 }  // namespace

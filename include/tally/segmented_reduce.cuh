@@ -11,7 +11,7 @@
 //       ends[s]); segments may overlap, leave gaps and come in any order.
 //   OutIt segmented_reduce(policy, first, num_segments, segment_size, out, init, op)
 //       segments of segment_size consecutive elements (the rows of a row-major matrix).
-//   reduce_by_key (Thrust's three forms): the host backend only so far.
+// reduce_by_key and reduce_by_key_into (runs of equal keys) are in tally/reduce_by_key.cuh.
 //
 // Under a device policy the input, the offsets and out must be device-accessible, and the
 // call returns without waiting (like reduce_into): out is written on the policy's stream.
@@ -23,6 +23,7 @@
 #include "tally/detail/segment_bounds.cuh"
 #include "tally/reduce.cuh"
 
+#include <thrust/device_ptr.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -120,20 +121,35 @@ struct scaled_by {
 // A device iterator as the kernels take it: the raw pointer of a contiguous one (checked to be
 // device-accessible where the range is not empty), any other as it is.
 template <class It>
-auto device_view(It it, bool used, int device, const char* what) {
+auto device_view(It it, bool used, int device, const char* what, const char* algorithm = "segmented_reduce") {
   static_assert(std::is_pointer_v<It> || !is_host_only_iterator_v<It>,
-                "tally::segmented_reduce: under a device policy the input, the offsets and out must be device "
-                "iterators (copy host data to a device_vector first, or use tally::host)");
+                "tally::segmented_reduce, tally::reduce_by_key: under a device policy the inputs and outputs must "
+                "be device iterators (copy host data to a device_vector first, or use tally::host)");
   if constexpr (is_contiguous_v<It>) {
     if (!used) return decltype(raw_pointer(it)){};
     const auto p = raw_pointer(it);
-    check_device_accessible(p, properties(device), "segmented_reduce", what);
+    check_device_accessible(p, properties(device), algorithm, what);
     return p;
   } else {
     (void)used;
     (void)device;
     (void)what;
+    (void)algorithm;
     return it;
+  }
+}
+
+// An input that a transform view will wrap, as the kernels can read it: under a device policy a
+// contiguous range becomes a checked thrust::device_ptr (a raw pointer inside a
+// thrust::transform_iterator would count as host memory); anything else stays as it is.
+template <class Policy, class It>
+auto readable_base(const Policy& policy, It first, bool used, const char* what, const char* algorithm) {
+  using P = std::remove_cv_t<decltype(normalize_policy(policy))>;
+  if constexpr (std::is_same_v<P, host_policy> || !is_contiguous_v<It>) {
+    (void)used, (void)what, (void)algorithm;
+    return first;
+  } else {
+    return thrust::device_pointer_cast(device_view(first, used, current_device(), what, algorithm));
   }
 }
 
@@ -144,13 +160,14 @@ inline bool overlaps(const void* a, std::uint64_t a_bytes, const void* b, std::u
 }
 
 template <class OutIt, class It>
-void check_output_apart(OutIt out, std::uint64_t segments, It in, std::uint64_t in_items, const char* what) {
+void check_output_apart(OutIt out, std::uint64_t segments, It in, std::uint64_t in_items, const char* what,
+                        const char* algorithm = "segmented_reduce") {
   if constexpr (is_contiguous_v<OutIt> && is_contiguous_v<It>) {
     if (segments == 0 || in_items == 0) return;
     const auto* o = raw_pointer(out);
     const auto* i = raw_pointer(in);
     if (overlaps(o, segments * sizeof(*o), i, in_items * sizeof(*i)))
-      throw_invalid_argument("segmented_reduce", std::string("out overlaps ") + what +
+      throw_invalid_argument(algorithm, std::string("out overlaps ") + what +
                                                      ", which the reduction still reads while it writes; pass an "
                                                      "output range of its own");
   }
@@ -159,19 +176,19 @@ void check_output_apart(OutIt out, std::uint64_t segments, It in, std::uint64_t 
 template <class It, class Bounds, class OutIt, class T, class Op, bool MayForceStrategy>
 OutIt device_segmented(const basic_device_policy<MayForceStrategy>& policy, It first, Bounds make_bounds,
                        std::uint64_t segments, std::uint64_t longest, OutIt out, T init, Op op,
-                       bool reads_input = true) {
+                       bool reads_input = true, const char* algorithm = "segmented_reduce") {
   check_operator<T, Op, iterator_value_t<It>>();
   static_assert(moves_as_bytes_v<T>,
                 "tally::segmented_reduce: a device reduction moves init's type as bytes, so it must be trivially "
                 "copyable, or copy-constructible and trivially destructible");
   if constexpr (operator_fits_v<T, Op, iterator_value_t<It>> && moves_as_bytes_v<T>) {
     if (segments == 0) return out;
-    algorithm_scope scope("segmented_reduce");
+    algorithm_scope scope(algorithm);
     if (segments >= (std::uint64_t(1) << 32))
-      throw_invalid_argument("segmented_reduce", "there are 2^32 segments or more; split the call into calls of fewer");
+      throw_invalid_argument(algorithm, "there are 2^32 segments or more; split the call into calls of fewer");
     const int device = current_device();
-    const auto in = device_view(first, reads_input, device, "the input range");
-    const auto to = device_view(out, true, device, "out");
+    const auto in = device_view(first, reads_input, device, "the input range", algorithm);
+    const auto to = device_view(out, true, device, "out", algorithm);
     device_segmented_reduce(in, make_bounds(device), segments, longest, to, init, op, policy, device);
   }
   return out + static_cast<typename std::iterator_traits<OutIt>::difference_type>(segments);
@@ -263,57 +280,28 @@ OutIt segmented_reduce(const Policy& policy, It first, Count num_segments, Count
   }
 }
 
-// ---- reduce_by_key: Thrust's signature and result ----
-//   pair<KeysOut, ValuesOut> reduce_by_key(policy, keys_first, keys_last, values_first, keys_out,
-//                                          values_out[, key_equal[, op]])
-// Each run of consecutive equal keys (key_equal, default ==) gives its first key and the
-// reduction of its values with op (default plus), with no init: a run's result is
-// tally::reduce over the run's values from its first value, as Thrust's is, so its bits are
-// those of tally::reduce(run's second value .. end, first value, op).
-template <class Policy, class KeysIt, class ValuesIt, class KeysOut, class ValuesOut, class KeyEqual, class Op,
-          detail::enable_if_policy_t<Policy> = 0>
-std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_first, KeysIt keys_last,
-                                            ValuesIt values_first, KeysOut keys_out, ValuesOut values_out,
-                                            KeyEqual key_equal, Op op) {
-  const auto p = detail::normalize_policy(policy);
-  static_assert(std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>,
-                "tally::reduce_by_key: only the host backend exists so far (issue 36); pass tally::host");
-  using value_t = typename std::iterator_traits<ValuesIt>::value_type;
-  const std::uint64_t n = detail::checked_distance(keys_first, keys_last, "reduce_by_key");
-  std::vector<std::uint64_t> run_begins;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (i == 0 || !key_equal(keys_first[static_cast<std::ptrdiff_t>(i - 1)], keys_first[static_cast<std::ptrdiff_t>(i)]))
-      run_begins.push_back(i);
-  }
-  const std::uint64_t runs = run_begins.size();
-  run_begins.push_back(n);
-  detail::for_each_segment(runs, n, p.thread_count(), [&](std::uint64_t r) {
-    const auto b = static_cast<std::ptrdiff_t>(run_begins[r]);
-    const std::uint64_t length = run_begins[r + 1] - run_begins[r];
-    keys_out[static_cast<std::ptrdiff_t>(r)] = keys_first[b];
-    values_out[static_cast<std::ptrdiff_t>(r)] = detail::host::reduce(
-        values_first + (b + 1), length - 1, static_cast<value_t>(values_first[b]), op, 1u,
-        detail::plan_vector_width_v<ValuesIt>);
-  });
-  return {keys_out + static_cast<std::ptrdiff_t>(runs), values_out + static_cast<std::ptrdiff_t>(runs)};
+// transform_segmented_reduce: each element through unary_op first, as tally::transform_reduce;
+// segment s has the bits of tally::transform_reduce over that segment alone.
+template <class Policy, class It, class OffsetIt, class OutIt, class UnaryOp, class T, class BinaryOp,
+          detail::enable_if_policy_t<Policy> = 0,
+          std::enable_if_t<detail::is_iterator_like<OffsetIt>::value, int> = 0>
+OutIt transform_segmented_reduce(const Policy& policy, It first, OffsetIt offsets_first, OffsetIt offsets_last,
+                                 OutIt out, UnaryOp unary_op, T init, BinaryOp binary_op) {
+  const bool any = offsets_first != offsets_last;
+  const auto base = detail::readable_base(policy, first, any, "the input range", "transform_segmented_reduce");
+  return tally::segmented_reduce(policy, thrust::make_transform_iterator(base, unary_op), offsets_first, offsets_last,
+                                 out, init, binary_op);
 }
 
-template <class Policy, class KeysIt, class ValuesIt, class KeysOut, class ValuesOut, class KeyEqual,
-          detail::enable_if_policy_t<Policy> = 0>
-std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_first, KeysIt keys_last,
-                                            ValuesIt values_first, KeysOut keys_out, ValuesOut values_out,
-                                            KeyEqual key_equal) {
-  using value_t = typename std::iterator_traits<ValuesIt>::value_type;
-  return tally::reduce_by_key(policy, keys_first, keys_last, values_first, keys_out, values_out, key_equal,
-                              plus<value_t>{});
-}
-
-template <class Policy, class KeysIt, class ValuesIt, class KeysOut, class ValuesOut,
-          detail::enable_if_policy_t<Policy> = 0>
-std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_first, KeysIt keys_last,
-                                            ValuesIt values_first, KeysOut keys_out, ValuesOut values_out) {
-  return tally::reduce_by_key(policy, keys_first, keys_last, values_first, keys_out, values_out,
-                              std::equal_to<>{});
+// The fixed-size form of transform_segmented_reduce.
+template <class Policy, class It, class Count, class OutIt, class UnaryOp, class T, class BinaryOp,
+          detail::enable_if_policy_t<Policy> = 0, std::enable_if_t<std::is_integral_v<Count>, int> = 0>
+OutIt transform_segmented_reduce(const Policy& policy, It first, Count num_segments, Count segment_size, OutIt out,
+                                 UnaryOp unary_op, T init, BinaryOp binary_op) {
+  const bool any = num_segments > 0 && segment_size > 0;
+  const auto base = detail::readable_base(policy, first, any, "the input range", "transform_segmented_reduce");
+  return tally::segmented_reduce(policy, thrust::make_transform_iterator(base, unary_op), num_segments, segment_size,
+                                 out, init, binary_op);
 }
 
 }  // namespace tally

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <iterator>
+#include <type_traits>
+#include <utility>
 
 namespace tally::detail {
 
@@ -48,5 +50,41 @@ struct fixed_size_bounds {
   std::uint64_t size;
   TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const { return {s * size, size}; }
 };
+
+// The runs of equal keys of reduce_by_key, found on the device: run r is [starts[r],
+// starts[r + 1]) of the values. Thrust gives a run the reduction of its values from its first
+// one, so the run's first value is its init and the segment is the rest of it (init_of).
+// starts holds runs + 1 increasing entries, written by tally's own kernels.
+template <class ValuesIt, class Acc>
+struct key_run_bounds {
+  const std::uint32_t* starts;
+  ValuesIt values;
+  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t r) const {
+    const std::uint64_t b = starts[r], e = starts[r + 1];
+    return e > b ? segment_extent{b + 1, e - b - 1} : segment_extent{0, 0};
+  }
+  TALLY_HOST_DEVICE Acc init_of(std::uint64_t r) const {
+    using diff = typename std::iterator_traits<ValuesIt>::difference_type;
+    return static_cast<Acc>(values[static_cast<diff>(starts[r])]);
+  }
+};
+
+// Segment s's init: the call's init, unless the bounds give each segment its own (init_of).
+template <class Bounds, class = void>
+struct gives_own_init : std::false_type {};
+template <class Bounds>
+struct gives_own_init<Bounds, std::void_t<decltype(std::declval<const Bounds&>().init_of(std::uint64_t(0)))>>
+    : std::true_type {};
+
+template <class Bounds, class Acc>
+TALLY_HOST_DEVICE Acc init_for(const Bounds& bounds, std::uint64_t s, const Acc& init) {
+  if constexpr (gives_own_init<Bounds>::value) {
+    return bounds.init_of(s);
+  } else {
+    (void)bounds;
+    (void)s;
+    return init;
+  }
+}
 
 }  // namespace tally::detail

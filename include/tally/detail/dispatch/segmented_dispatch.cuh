@@ -26,48 +26,73 @@ inline constexpr std::uint64_t segmented_chain_bytes = std::uint64_t(2) << 20;
 
 inline std::size_t round_up_64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// The commutative operators' launches (device_segmented_reduce below).
+// Where a segmented reduction finds its segment count and keeps its lists: S known on the host,
+// or (reduce_by_key) an upper bound of S with the count in a device word, and room for the ids of
+// segments longer than a warp's (at most S; fewer where the total size bounds them).
+struct segment_count_source {
+  std::uint64_t segments = 0;
+  const unsigned long long* on_device = nullptr;
+  std::uint64_t id_room = 0;
+};
+
+// The scratch of the commutative launches: the counts taken, the chain numbers, map and chains of
+// the split segments, then room for the ids.
+struct segmented_scratch_shape {
+  std::uint64_t split_max = 0;
+  std::size_t taken_bytes = 0, starts_bytes = 0, map_bytes = 0, chain_bytes = 0, id_bytes = 0;
+  std::size_t total() const { return taken_bytes + starts_bytes + map_bytes + chain_bytes + id_bytes; }
+};
+
+template <class Acc, int VW>
+segmented_scratch_shape commutative_segmented_shape(const segment_count_source& count, std::uint64_t longest) {
+  segmented_scratch_shape shape;
+  const bool may_be_long = longest == 0 || longest > warp_segment_max<VW>;
+  if (!may_be_long) return shape;
+  shape.split_max = segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
+  if (shape.split_max > count.id_room) shape.split_max = count.id_room;
+  shape.taken_bytes = 64;
+  shape.starts_bytes = round_up_64(std::size_t(shape.split_max + 1) * sizeof(std::uint64_t));
+  shape.map_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(unsigned int));
+  shape.chain_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(Acc));
+  shape.id_bytes = round_up_64(std::size_t(count.id_room) * sizeof(unsigned int));
+  return shape;
+}
+
+// The commutative operators' launches, in scratch the caller leased: `at` is where the shape's
+// bytes begin in it.
 template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
-void launch_commutative_segmented(It first, Bounds bounds, std::uint64_t segments, std::uint64_t longest, OutIt out,
-                                  Acc init, Op op, const Policy& policy, int device) {
+void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char* at,
+                                     const segmented_scratch_shape& shape, It first, Bounds bounds,
+                                     const segment_count_source& count, std::uint64_t longest, OutIt out, Acc init,
+                                     Op op, const Policy& policy, int device) {
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto long_ones = &long_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto split_ones = &split_segments_kernel<Acc, vw, Bounds, Op, OutIt>;
   const bool may_be_long = longest == 0 || longest > warp_segment_max<vw>;
-  // Scratch: the counts taken, the chain numbers, map and chains of the split segments, then room
-  // for every segment's id.
-  std::uint64_t split_max = segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
-  if (split_max > segments) split_max = segments;
-  if (!may_be_long) split_max = 0;
-  const std::size_t taken_bytes = may_be_long ? 64 : 0;
-  const std::size_t starts_bytes = may_be_long ? round_up_64(std::size_t(split_max + 1) * sizeof(std::uint64_t)) : 0;
-  const std::size_t map_bytes = round_up_64(std::size_t(split_max) * block_threads * sizeof(unsigned int));
-  const std::size_t chain_bytes = round_up_64(std::size_t(split_max) * block_threads * sizeof(Acc));
-  const std::size_t id_bytes = may_be_long ? std::size_t(segments) * sizeof(unsigned int) : 0;
-  scratch_lease lease(device, policy.stream(), taken_bytes + starts_bytes + map_bytes + chain_bytes + id_bytes, false);
-  const call_scratch& scratch = lease.scratch();
   auto* control_bytes_of = reinterpret_cast<unsigned char*>(scratch.control);
-  unsigned char* at = static_cast<unsigned char*>(scratch.partials);
   const auto carve = [&at](std::size_t bytes) {
     unsigned char* p = at;
     at += bytes;
     return p;
   };
   segment_lists lists;
-  lists.taken = reinterpret_cast<std::uint64_t*>(carve(taken_bytes));
-  lists.chain_starts = reinterpret_cast<std::uint64_t*>(carve(starts_bytes));
-  lists.chain_segment = reinterpret_cast<unsigned int*>(carve(map_bytes));
-  Acc* chains = reinterpret_cast<Acc*>(carve(chain_bytes));
-  lists.ids = reinterpret_cast<unsigned int*>(carve(id_bytes));
+  lists.taken = reinterpret_cast<std::uint64_t*>(carve(shape.taken_bytes));
+  lists.chain_starts = reinterpret_cast<std::uint64_t*>(carve(shape.starts_bytes));
+  lists.chain_segment = reinterpret_cast<unsigned int*>(carve(shape.map_bytes));
+  Acc* chains = reinterpret_cast<Acc*>(carve(shape.chain_bytes));
+  lists.ids = reinterpret_cast<unsigned int*>(carve(shape.id_bytes));
   lists.block_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::block_segments_byte);
   lists.long_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::long_segments_byte);
-  lists.split_max = split_max;
-  lists.segments = segments;
+  lists.split_max = shape.split_max;
+  lists.segments = count.segments;
+  lists.id_room = count.id_room;
+  lists.segments_on_device = count.on_device;
 
   // Segments per warp and pass: fewer than a warp's lanes where the segments are few for the
   // grid, so that every warp has some.
+  const std::uint64_t segments = count.segments;
   const std::uint64_t resident = resident_grid<by_size>(policy, device);
   const std::uint64_t warps = resident * (block_threads / warp_threads);
   unsigned group = warp_threads;
@@ -82,11 +107,24 @@ void launch_commutative_segmented(It first, Bounds bounds, std::uint64_t segment
   if (may_be_long) {
     launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
                              bounds, init, op, out, lists, chains);
-    const std::uint64_t fold_grid = std::min(split_max, resident_grid<split_ones>(policy, device));  // split_max >= 1 here
+    // At least one block: the device may count no segment to split, and the launch is cheap.
+    const std::uint64_t fold_grid = std::max<std::uint64_t>(1, std::min(shape.split_max, resident_grid<split_ones>(policy, device)));
     launch_kernel<split_ones>(unsigned(fold_grid), block_threads,
                               stream, device, bounds, init, op, out, lists, static_cast<const Acc*>(chains));
   }
-  lease.launched();
+}
+
+// The operators that are not commutative: a block per segment in the ordered plan.
+template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
+void launch_ordered_segmented(It first, Bounds bounds, const segment_count_source& count, OutIt out, Acc init, Op op,
+                              const Policy& policy, int device) {
+  using V = iterator_value_t<It>;
+  constexpr int vw = plan_vector_width_v<It>;
+  constexpr auto ordered = &ordered_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
+  check_stream_of_device(policy.stream(), device);
+  const std::uint64_t resident = resident_grid<ordered>(policy, device);
+  launch_kernel<ordered>(unsigned(count.segments < resident ? count.segments : resident), block_threads,
+                         policy.stream(), device, first, bounds, init, op, out, count.segments, count.on_device);
 }
 
 // Reduces `segments` segments of the input at `first` (a device-readable iterator) into
@@ -98,16 +136,15 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
                              Acc init, Op op, const Policy& policy, int device) {
   static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
                 "tally::segmented_reduce: the device backend takes accumulators (init's type) of at most 64 bytes");
+  const segment_count_source count{segments, nullptr, segments};
   if constexpr (is_commutative_v<Op>) {
-    launch_commutative_segmented(first, bounds, segments, longest, out, init, op, policy, device);
+    const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
+    scratch_lease lease(device, policy.stream(), shape.total(), false);
+    launch_commutative_segmented_in(lease.scratch(), static_cast<unsigned char*>(lease.scratch().partials), shape,
+                                    first, bounds, count, longest, out, init, op, policy, device);
+    lease.launched();
   } else {
-    using V = iterator_value_t<It>;
-    constexpr int vw = plan_vector_width_v<It>;
-    constexpr auto ordered = &ordered_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
-    check_stream_of_device(policy.stream(), device);
-    const std::uint64_t resident = resident_grid<ordered>(policy, device);
-    launch_kernel<ordered>(unsigned(segments < resident ? segments : resident), block_threads, policy.stream(), device,
-                           first, bounds, init, op, out, segments);
+    launch_ordered_segmented(first, bounds, count, out, init, op, policy, device);
   }
 }
 

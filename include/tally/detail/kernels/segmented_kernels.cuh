@@ -48,13 +48,18 @@ struct segment_lists {
   std::uint64_t* chain_starts = nullptr;  // split_max + 1 entries
   unsigned int* chain_segment = nullptr;  // split_max * block_threads entries: chain -> split segment
   std::uint64_t split_max = 0;            // long segments split chain by chain, at most
-  std::uint64_t segments = 0;
+  std::uint64_t segments = 0;             // S, or where the device counts them, at most S
+  std::uint64_t id_room = 0;              // places in ids: at most S segments are longer than a warp's
+  // Where only the device knows S (reduce_by_key's runs): the word it counted them in.
+  const unsigned long long* segments_on_device = nullptr;
+
+  __device__ std::uint64_t segment_count() const { return segments_on_device ? *segments_on_device : segments; }
 
   // Reserves `add` places in a list; returns the first.
   __device__ std::uint64_t take(unsigned long long* word, unsigned add) const { return atomicAdd(word, add); }
-  __device__ unsigned int long_id(std::uint64_t m) const { return ids[segments - 1 - m]; }
+  __device__ unsigned int long_id(std::uint64_t m) const { return ids[id_room - 1 - m]; }
   // The same, read past the L1: for the launch whose other blocks wrote it.
-  __device__ unsigned int long_id_written_now(std::uint64_t m) const { return __ldcg(ids + (segments - 1 - m)); }
+  __device__ unsigned int long_id_written_now(std::uint64_t m) const { return __ldcg(ids + (id_room - 1 - m)); }
   __device__ std::uint64_t block_segments() const { return taken[0]; }
   __device__ std::uint64_t long_segments() const { return taken[1]; }
   __device__ std::uint64_t split_count() const {
@@ -103,10 +108,10 @@ __device__ __forceinline__ It advance_to(It first, std::uint64_t offset) {
 
 // The warp's segments that `Lanes` lanes can reduce (mask: their lanes), warp_threads / Lanes at
 // a time; `lane`'s own segment is `mine`; results go to out[first_segment + lane of the segment].
-template <unsigned Lanes, class Acc, int VW, class It, class V, class Op, class OutIt>
-__device__ __forceinline__ void reduce_by_lane_groups(It first, unsigned mask, const segment_extent& mine,
-                                                      std::uint64_t first_segment, const Acc& init, Op& op,
-                                                      OutIt out) {
+template <unsigned Lanes, class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__device__ __forceinline__ void reduce_by_lane_groups(It first, const Bounds& bounds, unsigned mask,
+                                                      const segment_extent& mine, std::uint64_t first_segment,
+                                                      const Acc& init, Op& op, OutIt out) {
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   constexpr unsigned per_pass = warp_threads / Lanes;
   const unsigned lane = threadIdx.x % warp_threads;
@@ -117,8 +122,9 @@ __device__ __forceinline__ void reduce_by_lane_groups(It first, unsigned mask, c
     const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
     std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
     if (entry >= count) size = 0;
+    const Acc own_init = entry < count ? init_for(bounds, first_segment + source, init) : init;
     const Acc result =
-        segment_by_lanes<Lanes, Acc, VW>(iterator_loader<It, V, VW>{advance_to(first, begin)}, size, init, op);
+        segment_by_lanes<Lanes, Acc, VW>(iterator_loader<It, V, VW>{advance_to(first, begin)}, size, own_init, op);
     if (entry < count && lane % Lanes == 0) out[static_cast<out_diff>(first_segment + source)] = result;
   }
 }
@@ -126,8 +132,9 @@ __device__ __forceinline__ void reduce_by_lane_groups(It first, unsigned mask, c
 // The warp's segments of more than VW elements: those of at most lane_max elements as many at
 // once as the widest of them allows, then the others one after another, the whole warp
 // replaying the plan's block.
-template <class Acc, int VW, class It, class V, class Op, class OutIt>
-__device__ __forceinline__ void reduce_wide_segments(It first, segment_extent mine, bool by_lanes, bool by_warp,
+template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bounds, segment_extent mine, bool by_lanes,
+                                                  bool by_warp,
                                                   std::uint64_t first_segment, Acc init, Op op, OutIt out) {
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   const unsigned lane = threadIdx.x % warp_threads;
@@ -138,15 +145,15 @@ __device__ __forceinline__ void reduce_wide_segments(It first, segment_extent mi
     const unsigned needed = by_lanes ? tally::warp::detail::lanes_covering(unsigned((mine.size + VW - 1) / VW)) : 1u;
     const unsigned widest = warp_max(needed);
     if (widest <= 2) {
-      reduce_by_lane_groups<2, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      reduce_by_lane_groups<2, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
     } else if (widest <= 4) {
-      reduce_by_lane_groups<4, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      reduce_by_lane_groups<4, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
     } else if (widest <= 8) {
-      reduce_by_lane_groups<8, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      reduce_by_lane_groups<8, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
     } else if (widest <= 16) {
-      reduce_by_lane_groups<16, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      reduce_by_lane_groups<16, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
     } else {
-      reduce_by_lane_groups<32, Acc, VW, It, V>(first, lanes_mask, mine, first_segment, init, op, out);
+      reduce_by_lane_groups<32, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
     }
   }
   // Segments of more: the whole warp replays the plan's block, one segment after another.
@@ -154,7 +161,8 @@ __device__ __forceinline__ void reduce_wide_segments(It first, segment_extent mi
     const unsigned source = unsigned(__ffs(lanes)) - 1u;
     const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
     const std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
-    const Acc result = segment_by_warp<Acc, VW>(loader{advance_to(first, begin)}, size, init, op);
+    const Acc result =
+        segment_by_warp<Acc, VW>(loader{advance_to(first, begin)}, size, init_for(bounds, first_segment + source, init), op);
     if (lane == 0) out[static_cast<out_diff>(first_segment + source)] = result;
   }
 }
@@ -223,16 +231,22 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
   constexpr std::uint64_t lane_max = std::uint64_t(warp_threads) * VW;
   const unsigned lane = threadIdx.x % warp_threads;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (block_threads / warp_threads);
-  const std::uint64_t groups = (lists.segments + group - 1) / group;
+  const std::uint64_t segments = lists.segment_count();
+  // Where only the device knows S, the host passed a warp's lanes; fewer where the segments are
+  // few for the grid (as the host chooses it otherwise: segmented_dispatch.cuh).
+  if (lists.segments_on_device)
+    while (group > 1 && segments < warps * group * 2) group /= 2;
+  const std::uint64_t groups = (segments + group - 1) / group;
   for (std::uint64_t g = blockIdx.x * (block_threads / warp_threads) + threadIdx.x / warp_threads; g < groups;
        g += warps) {
     const std::uint64_t first_segment = g * group;
     const std::uint64_t s = first_segment + lane;
-    const bool has = lane < group && s < lists.segments;
+    const bool has = lane < group && s < segments;
     segment_extent mine{};
     if (has) mine = bounds(s);
     if (has && mine.size <= std::uint64_t(VW))
-      out[static_cast<out_diff>(s)] = segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, mine.size, init, op);
+      out[static_cast<out_diff>(s)] =
+          segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, mine.size, init_for(bounds, s, init), op);
     const bool by_lanes = has && mine.size > std::uint64_t(VW) && mine.size <= lane_max;
     const bool by_warp = has && mine.size > lane_max && mine.size <= warp_segment_max<VW>;
     const bool by_block = has && mine.size > warp_segment_max<VW> && mine.size <= block_segment_max<VW>;
@@ -247,10 +261,10 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     long_base = __shfl_sync(tally::warp::full_mask, long_base, 0);
     const unsigned below = (1u << lane) - 1u;
     if (by_block) lists.ids[block_base + __popc(block_lanes & below)] = static_cast<unsigned int>(s);
-    if (is_long) lists.ids[lists.segments - 1 - (long_base + __popc(long_lanes & below))] = static_cast<unsigned int>(s);
+    if (is_long) lists.ids[lists.id_room - 1 - (long_base + __popc(long_lanes & below))] = static_cast<unsigned int>(s);
     const unsigned wide_lanes = __ballot_sync(tally::warp::full_mask, by_lanes || by_warp);
     if (wide_lanes != 0)
-      reduce_wide_segments<Acc, VW, It, V>(first, mine, by_lanes, by_warp, first_segment, init, op, out);
+      reduce_wide_segments<Acc, VW, It, V>(first, bounds, mine, by_lanes, by_warp, first_segment, init, op, out);
   }
   // The last block to finish numbers the chains for the next launch (tickets: null where no
   // segment can be long). Blocks wait for nothing: the last to take a ticket does the work.
@@ -273,15 +287,18 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
 // (ordered_segment_by_block). One launch, no lists: each block reads its segments' bounds.
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __global__ void __launch_bounds__(block_threads)
-    ordered_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments) {
+    ordered_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments,
+                            const unsigned long long* segments_on_device) {
   wait_for_prior_grid();
   using loader = typename segment_loader_of<It, V, VW>::type;
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   __shared__ alignas(Acc) unsigned char slot_bytes[block_threads * sizeof(Acc)];
   Acc* const slots = reinterpret_cast<Acc*>(slot_bytes);
+  if (segments_on_device) segments = *segments_on_device;
   for (std::uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
     const segment_extent e = bounds(s);
-    const Acc result = ordered_segment_by_block<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init, op, slots);
+    const Acc result =
+        ordered_segment_by_block<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init_for(bounds, s, init), op, slots);
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
   }
 }
@@ -316,7 +333,8 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
       if (k < block_segments) {
         const unsigned int s = lists.ids[k];
         const segment_extent e = bounds(s);
-        const Acc result = segment_by_warp_step<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init, op);
+        const Acc result =
+            segment_by_warp_step<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init_for(bounds, s, init), op);
         if (threadIdx.x % warp_threads == 0) out[static_cast<out_diff>(s)] = result;
       }
       continue;
@@ -351,7 +369,7 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
     const bool valid = threadIdx.x < end_chain;
     Acc chain{};
     if (valid) chain = block_chains[threadIdx.x];
-    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init, op);
+    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init_for(bounds, s, init), op);
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
     __syncthreads();  // the chains are read before the block's next unit writes them
   }
@@ -369,7 +387,7 @@ __global__ void __launch_bounds__(block_threads)
     const bool valid = threadIdx.x < chains_of(plan);
     Acc chain{};
     if (valid) chain = chains[lists.chain_starts[m] + threadIdx.x];
-    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init, op);
+    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init_for(bounds, s, init), op);
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
     __syncthreads();
   }

@@ -1,0 +1,167 @@
+#pragma once
+// tally::reduce_rows and tally::reduce_columns: one reduction per row or per column of a
+// row-major matrix (issue 36; docs/segmented.md), and their transform_ forms.
+//
+//   OutIt reduce_rows(policy, first, rows, cols, ld, out[, init, op])
+//       Row i is first[i * ld], ..., first[i * ld + cols - 1] (ld >= cols: the leading
+//       dimension, as BLAS names it); out[i] = tally::reduce(row i, init, op), with the bits of
+//       tally::reduce over that row alone. Returns out + rows.
+//   OutIt reduce_columns(policy, first, rows, cols, ld, out[, init, op])
+//       Column j is first[j], first[ld + j], ..., first[(rows - 1) * ld + j], taken from the top;
+//       out[j] = tally::reduce(column j, init, op), with the bits of tally::reduce over a
+//       contiguous copy of that column. Returns out + cols.
+//   transform_reduce_rows / transform_reduce_columns(policy, first, rows, cols, ld, out,
+//       unary_op, init, binary_op): each element through unary_op first, as tally::transform_reduce.
+//
+// Without init and op: sums, from the element type's zero. Under a device policy the matrix and
+// out must be device-accessible and the call returns without waiting (like reduce_into).
+//
+// Rows run at the speed of segmented_reduce's fixed-size segments. Columns are read as
+// segments of a column-major view of the matrix, so a long column is read one element per row:
+// correct and deterministic, but far from the speed of memory for tall matrices (docs/segmented.md
+// gives the measurements and the plan for a kernel of their own).
+
+#include "tally/segmented_reduce.cuh"
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/permutation_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <type_traits>
+
+namespace tally {
+namespace detail {
+
+// Element k of the column-major view of a rows x cols matrix with leading dimension ld.
+struct column_major_index {
+  std::int64_t rows;
+  std::int64_t ld;
+  __host__ __device__ std::int64_t operator()(std::int64_t k) const { return (k % rows) * ld + k / rows; }
+};
+
+template <class It>
+auto column_major_view(It matrix, std::int64_t rows, std::int64_t ld) {
+  return thrust::make_permutation_iterator(
+      matrix, thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
+                                              column_major_index{rows > 0 ? rows : 1, ld}));
+}
+
+// Rows of `size` elements, row s starting at s * ld.
+struct strided_row_bounds {
+  std::uint64_t ld;
+  std::uint64_t size;
+  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const { return {s * ld, size}; }
+};
+
+// The checks of both forms; returns the number of elements the matrix spans.
+inline std::uint64_t check_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, const char* algorithm) {
+  if (rows < 0 || cols < 0)
+    throw_invalid_argument(algorithm, "rows and cols must not be negative");
+  if (ld < cols)
+    throw_invalid_argument(algorithm, "the leading dimension ld (" + std::to_string(ld) +
+                                          ") is less than cols (" + std::to_string(cols) +
+                                          "); row i begins at first + i * ld, so ld must be at least cols");
+  if (rows == 0 || cols == 0) return 0;
+  const std::uint64_t r = std::uint64_t(rows), c = std::uint64_t(cols), l = std::uint64_t(ld);
+  if (r - 1 > (std::uint64_t(INT64_MAX) - c) / (l > 0 ? l : 1))
+    throw_invalid_argument(algorithm, "(rows - 1) * ld + cols overflows 64 bits");
+  return (r - 1) * l + c;
+}
+
+template <class It>
+using matrix_value_t = iterator_value_t<It>;
+
+template <class Policy, class It, class OutIt, class T, class Op>
+OutIt reduce_rows_impl(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out,
+                       T init, Op op, const char* algorithm) {
+  const std::uint64_t span = check_matrix(rows, cols, ld, algorithm);
+  const auto p = normalize_policy(policy);
+  const std::uint64_t r = std::uint64_t(rows), c = std::uint64_t(cols), l = std::uint64_t(ld);
+  if constexpr (std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>) {
+    check_operator<T, Op, iterator_value_t<It>>();
+    for_each_segment(r, r * c, p.thread_count(), [&](std::uint64_t s) {
+      out[static_cast<std::ptrdiff_t>(s)] =
+          host::reduce(first + static_cast<std::ptrdiff_t>(s * l), c, init, op, 1u, plan_vector_width_v<It>);
+    });
+    return out + static_cast<std::ptrdiff_t>(r);
+  } else {
+    check_output_apart(out, r, first, span, "the matrix", algorithm);
+    const auto bounds = [l, c](int) { return strided_row_bounds{l, c}; };
+    return device_segmented(p, first, bounds, r, c == 0 ? 1 : c, out, init, op, c > 0, algorithm);
+  }
+}
+
+template <class Policy, class It, class OutIt, class T, class Op>
+OutIt reduce_columns_impl(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                          OutIt out, T init, Op op, const char* algorithm) {
+  const std::uint64_t span = check_matrix(rows, cols, ld, algorithm);
+  const auto p = normalize_policy(policy);
+  const std::uint64_t r = std::uint64_t(rows), c = std::uint64_t(cols);
+  if constexpr (std::is_same_v<std::remove_cv_t<decltype(p)>, host_policy>) {
+    check_operator<T, Op, iterator_value_t<It>>();
+    const auto view = column_major_view(first, rows, ld);
+    for_each_segment(c, r * c, p.thread_count(), [&](std::uint64_t j) {
+      out[static_cast<std::ptrdiff_t>(j)] = host::reduce(view + static_cast<std::ptrdiff_t>(j * r), r, init, op, 1u,
+                                                         plan_vector_width_v<decltype(view)>);
+    });
+    return out + static_cast<std::ptrdiff_t>(c);
+  } else {
+    check_output_apart(out, c, first, span, "the matrix", algorithm);
+    const auto bounds = [r](int) { return fixed_size_bounds{r}; };
+    // The view reads through a device pointer, so that the kernels take it as a device iterator.
+    const auto base = readable_base(p, first, span > 0, "the matrix", algorithm);
+    return device_segmented(p, column_major_view(base, rows, ld), bounds, c, r == 0 ? 1 : r, out, init, op, r > 0,
+                            algorithm);
+  }
+}
+
+}  // namespace detail
+
+template <class Policy, class It, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0>
+OutIt reduce_rows(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out,
+                  T init, Op op) {
+  return detail::reduce_rows_impl(policy, first, rows, cols, ld, out, init, op, "reduce_rows");
+}
+
+template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
+OutIt reduce_rows(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out) {
+  using T = detail::matrix_value_t<It>;
+  return detail::reduce_rows_impl(policy, first, rows, cols, ld, out, T{}, plus<T>{}, "reduce_rows");
+}
+
+template <class Policy, class It, class OutIt, class T, class Op, detail::enable_if_policy_t<Policy> = 0>
+OutIt reduce_columns(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out,
+                     T init, Op op) {
+  return detail::reduce_columns_impl(policy, first, rows, cols, ld, out, init, op, "reduce_columns");
+}
+
+template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
+OutIt reduce_columns(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                     OutIt out) {
+  using T = detail::matrix_value_t<It>;
+  return detail::reduce_columns_impl(policy, first, rows, cols, ld, out, T{}, plus<T>{}, "reduce_columns");
+}
+
+template <class Policy, class It, class OutIt, class UnaryOp, class T, class BinaryOp,
+          detail::enable_if_policy_t<Policy> = 0>
+OutIt transform_reduce_rows(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                            OutIt out, UnaryOp unary_op, T init, BinaryOp binary_op) {
+  const auto base = detail::readable_base(policy, first, rows > 0 && cols > 0, "the matrix", "transform_reduce_rows");
+  return detail::reduce_rows_impl(policy, thrust::make_transform_iterator(base, unary_op), rows, cols, ld, out, init,
+                                  binary_op, "transform_reduce_rows");
+}
+
+template <class Policy, class It, class OutIt, class UnaryOp, class T, class BinaryOp,
+          detail::enable_if_policy_t<Policy> = 0>
+OutIt transform_reduce_columns(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                               OutIt out, UnaryOp unary_op, T init, BinaryOp binary_op) {
+  const auto base =
+      detail::readable_base(policy, first, rows > 0 && cols > 0, "the matrix", "transform_reduce_columns");
+  return detail::reduce_columns_impl(policy, thrust::make_transform_iterator(base, unary_op), rows, cols, ld, out,
+                                     init, binary_op, "transform_reduce_columns");
+}
+
+}  // namespace tally

@@ -1,0 +1,231 @@
+// tally::reduce_rows, tally::reduce_columns and the transform_ forms of the segmented family on
+// the device (issue 36): each row has the bits of tally::reduce over that row alone and each
+// column the bits of tally::reduce over a contiguous copy of it, on the device and the host, for
+// shapes whose rows or columns fall in every size class, with leading dimensions beyond cols and
+// misaligned matrices; integer results equal an exact reference; outputs are poisoned first.
+
+#include "support/test_support.cuh"
+#include "tally/matrix_reduce.cuh"
+#include "tally/tally.cuh"
+
+#include <gtest/gtest.h>
+#include <thrust/device_vector.h>
+#include <thrust/host_vector.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tally_test;
+
+class matrix_device : public device_test {};
+
+template <class T>
+std::vector<T> poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(static_cast<void*>(v.data()), 0xA5, n * sizeof(T));
+  return v;
+}
+
+struct shape {
+  std::int64_t rows, cols, ld;
+};
+
+// Rows and columns of every size class of segmented_reduce (a lane, lanes, a warp, a block, long).
+const std::vector<shape>& shapes() {
+  static const std::vector<shape> all = {
+      {1000, 1, 1},  {1000, 3, 5},     {300, 33, 40},  {200, 129, 129}, {64, 1025, 1030}, {9, 8193, 8200},
+      {3, 100001, 100003}, {1, 5, 5}, {5, 1, 9},      {4097, 64, 64},  {129, 300, 301},   {0, 5, 5},
+      {5, 0, 3}};
+  return all;
+}
+
+template <class T>
+void check_rows_and_columns(std::uint64_t salt, std::size_t offset) {
+  seeded s(salt);
+  SCOPED_TRACE(s.trace());
+  for (const shape& m : shapes()) {
+    SCOPED_TRACE(std::to_string(m.rows) + " x " + std::to_string(m.cols) + ", ld " + std::to_string(m.ld));
+    const std::size_t span = m.rows > 0 && m.cols > 0 ? std::size_t((m.rows - 1) * m.ld + m.cols) : 0;
+    auto v = random_values<T>(span, s.rng);
+    if constexpr (std::is_floating_point_v<T>)
+      for (auto& x : v) x += T(0.25);
+    device_buffer<T> matrix(v, offset);
+    const T init = T(2);
+    const std::size_t rows = std::size_t(m.rows), cols = std::size_t(m.cols);
+    thrust::device_vector<T> d_rows(poisoned<T>(rows + 1)), d_cols(poisoned<T>(cols + 1));
+    const auto rows_end = tally::reduce_rows(tally::device, matrix.data(), m.rows, m.cols, m.ld, d_rows.begin(), init,
+                                             tally::plus<T>{});
+    const auto cols_end = tally::reduce_columns(tally::device, matrix.data(), m.rows, m.cols, m.ld, d_cols.begin(),
+                                                init, tally::plus<T>{});
+    EXPECT_EQ(rows_end - d_rows.begin(), m.rows);
+    EXPECT_EQ(cols_end - d_cols.begin(), m.cols);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const thrust::host_vector<T> got_rows = d_rows, got_cols = d_cols;
+    std::vector<T> host_rows = poisoned<T>(rows), host_cols = poisoned<T>(cols);
+    tally::reduce_rows(tally::host, v.begin(), m.rows, m.cols, m.ld, host_rows.begin(), init, tally::plus<T>{});
+    tally::reduce_columns(tally::host, v.begin(), m.rows, m.cols, m.ld, host_cols.begin(), init, tally::plus<T>{});
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::size_t b = i * std::size_t(m.ld), e = b + cols;
+      const T alone = tally::reduce(tally::host, v.begin() + std::ptrdiff_t(b), v.begin() + std::ptrdiff_t(e), init,
+                                    tally::plus<T>{});
+      ASSERT_EQ(bits_of(got_rows[i]), bits_of(alone)) << "row " << i;
+      ASSERT_EQ(bits_of(host_rows[i]), bits_of(alone)) << "row " << i << " on the host";
+      if constexpr (std::is_integral_v<T>) ASSERT_EQ(got_rows[i], reference_sum<T>(v, b, e, init)) << "row " << i;
+    }
+    EXPECT_EQ(bits_of(got_rows[rows]), bits_of(poisoned<T>(1)[0])) << "written past the rows";
+    for (std::size_t j = 0; j < cols; ++j) {
+      std::vector<T> column(rows);
+      for (std::size_t i = 0; i < rows; ++i) column[i] = v[i * std::size_t(m.ld) + j];
+      const T alone = tally::reduce(tally::host, column.begin(), column.end(), init, tally::plus<T>{});
+      ASSERT_EQ(bits_of(got_cols[j]), bits_of(alone)) << "column " << j;
+      ASSERT_EQ(bits_of(host_cols[j]), bits_of(alone)) << "column " << j << " on the host";
+      if constexpr (std::is_integral_v<T>) {
+        ASSERT_EQ(got_cols[j], reference_sum<T>(column, 0, rows, init)) << "column " << j;
+      } else if (rows > 0) {
+        ASSERT_TRUE(sum_is_near(got_cols[j], reference_sum<double>(column, 0, rows, double(init)),
+                                sum_error_bound(column, 0, rows, double(init))))
+            << "column " << j;
+      }
+    }
+    EXPECT_EQ(bits_of(got_cols[cols]), bits_of(poisoned<T>(1)[0])) << "written past the columns";
+  }
+}
+
+TEST_F(matrix_device, rows_and_columns_float) { check_rows_and_columns<float>(31, 0); }
+TEST_F(matrix_device, rows_and_columns_float_misaligned) { check_rows_and_columns<float>(32, 1); }
+TEST_F(matrix_device, rows_and_columns_double) { check_rows_and_columns<double>(33, 0); }
+TEST_F(matrix_device, rows_and_columns_int) { check_rows_and_columns<int>(34, 3); }
+
+struct square {
+  __host__ __device__ double operator()(float v) const { return double(v) * double(v); }
+};
+
+// The transform_ forms over raw device pointers: the bits of tally::transform_reduce over each
+// row and segment alone, and of tally::reduce over each column of transformed values; the sums
+// without init and op.
+TEST_F(matrix_device, transform_forms_and_default_sums) {
+  seeded s(35);
+  SCOPED_TRACE(s.trace());
+  const std::int64_t rows = 700, cols = 300, ld = 333;
+  const auto v = random_values<float>(std::size_t((rows - 1) * ld + cols), s.rng);
+  device_buffer<float> matrix(v, 1);
+  thrust::device_vector<double> d_rows(poisoned<double>(rows)), d_cols(poisoned<double>(cols));
+  tally::transform_reduce_rows(tally::device, matrix.data(), rows, cols, ld, d_rows.begin(), square{}, 0.0,
+                               tally::plus<double>{});
+  tally::transform_reduce_columns(tally::device, matrix.data(), rows, cols, ld, d_cols.begin(), square{}, 0.0,
+                                  tally::plus<double>{});
+  thrust::device_vector<float> d_sums(poisoned<float>(rows));
+  tally::reduce_rows(tally::device, matrix.data(), rows, cols, ld, d_sums.begin());
+  // Segments of the flat range through transform_segmented_reduce, both forms.
+  const std::vector<std::int64_t> offsets{0, 1, 5, 100, 4000, 4001, 70000, 150000};
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  thrust::device_vector<double> d_segments(poisoned<double>(offsets.size() - 1)), d_fixed(poisoned<double>(10));
+  tally::transform_segmented_reduce(tally::device, matrix.data(), d_offsets.begin(), d_offsets.end(),
+                                    d_segments.begin(), square{}, 0.0, tally::plus<double>{});
+  tally::transform_segmented_reduce(tally::device, matrix.data(), 10, 1234, d_fixed.begin(), square{}, 0.0,
+                                    tally::plus<double>{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const thrust::host_vector<double> got_rows = d_rows, got_cols = d_cols, got_segments = d_segments,
+                                    got_fixed = d_fixed;
+  const thrust::host_vector<float> sums = d_sums;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto b = v.begin() + i * ld;
+    ASSERT_EQ(bits_of(got_rows[std::size_t(i)]),
+              bits_of(tally::transform_reduce(tally::host, b, b + cols, square{}, 0.0, tally::plus<double>{})))
+        << "row " << i;
+    ASSERT_EQ(bits_of(sums[std::size_t(i)]), bits_of(tally::reduce(tally::host, b, b + cols, 0.0f, tally::plus<float>{})))
+        << "row " << i;
+  }
+  for (std::int64_t j = 0; j < cols; ++j) {
+    std::vector<double> column(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) column[std::size_t(i)] = square{}(v[std::size_t(i * ld + j)]);
+    ASSERT_EQ(bits_of(got_cols[std::size_t(j)]),
+              bits_of(tally::reduce(tally::host, column.begin(), column.end(), 0.0, tally::plus<double>{})))
+        << "column " << j;
+  }
+  for (std::size_t k = 0; k + 1 < offsets.size(); ++k) {
+    const auto b = v.begin() + offsets[k], e = v.begin() + offsets[k + 1];
+    ASSERT_EQ(bits_of(got_segments[k]),
+              bits_of(tally::transform_reduce(tally::host, b, e, square{}, 0.0, tally::plus<double>{})))
+        << "segment " << k;
+  }
+  for (std::size_t k = 0; k < 10; ++k) {
+    const auto b = v.begin() + std::ptrdiff_t(k * 1234);
+    ASSERT_EQ(bits_of(got_fixed[k]),
+              bits_of(tally::transform_reduce(tally::host, b, b + 1234, square{}, 0.0, tally::plus<double>{})))
+        << "fixed segment " << k;
+  }
+}
+
+// An operator that is not commutative keeps each column's top-to-bottom order.
+struct affine {
+  std::uint64_t a, b;
+};
+struct then_apply {  // first `first`, then `second`
+  __host__ __device__ affine operator()(const affine& first, const affine& second) const {
+    return {first.a * second.a, first.b * second.a + second.b};
+  }
+};
+
+TEST_F(matrix_device, columns_keep_their_order_under_an_operator_that_is_not_commutative) {
+  seeded s(36);
+  SCOPED_TRACE(s.trace());
+  const std::int64_t rows = 3000, cols = 70, ld = 72;
+  std::vector<affine> v(std::size_t((rows - 1) * ld + cols));
+  std::uniform_int_distribution<std::uint64_t> any;
+  for (auto& m : v) m = {any(s.rng) | 1u, any(s.rng)};
+  const thrust::device_vector<affine> d_v(v.begin(), v.end());
+  thrust::device_vector<affine> d_cols(cols, affine{0, 0}), d_rows(rows, affine{0, 0});
+  const affine identity{1, 0};
+  tally::reduce_columns(tally::device, d_v.begin(), rows, cols, ld, d_cols.begin(), identity, then_apply{});
+  tally::reduce_rows(tally::device, d_v.begin(), rows, cols, ld, d_rows.begin(), identity, then_apply{});
+  const thrust::host_vector<affine> got_cols = d_cols, got_rows = d_rows;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    affine want = identity;
+    for (std::int64_t i = 0; i < rows; ++i) want = then_apply{}(want, v[std::size_t(i * ld + j)]);
+    ASSERT_TRUE(got_cols[std::size_t(j)].a == want.a && got_cols[std::size_t(j)].b == want.b) << "column " << j;
+  }
+  for (std::int64_t i = 0; i < rows; ++i) {
+    affine want = identity;
+    for (std::int64_t j = 0; j < cols; ++j) want = then_apply{}(want, v[std::size_t(i * ld + j)]);
+    ASSERT_TRUE(got_rows[std::size_t(i)].a == want.a && got_rows[std::size_t(i)].b == want.b) << "row " << i;
+  }
+}
+
+TEST_F(matrix_device, refused_arguments) {
+  thrust::device_vector<float> d_m(1000, 1.0f);
+  thrust::device_vector<float> d_out(100, -1.0f);
+  const auto expect_refused = [](auto call, const char* algorithm, const char* words) {
+    try {
+      call();
+      ADD_FAILURE() << "not refused: " << words;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(algorithm), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_refused([&] { tally::reduce_rows(tally::device, d_m.begin(), 10, 20, 19, d_out.begin()); }, "reduce_rows",
+                 "leading dimension");
+  expect_refused([&] { tally::reduce_columns(tally::device, d_m.begin(), -1, 20, 20, d_out.begin()); },
+                 "reduce_columns", "negative");
+  expect_refused([&] { tally::reduce_rows(tally::device, d_m.begin(), 10, 20, 20, d_m.begin() + 50); }, "reduce_rows",
+                 "overlaps");
+  expect_refused([&] {
+    tally::reduce_columns(tally::device, static_cast<const float*>(nullptr), 10, 20, 20, d_out.begin());
+  }, "reduce_columns", "null pointer");
+  expect_refused([&] {
+    tally::transform_reduce_rows(tally::device, static_cast<const float*>(nullptr), 10, 20, 20, d_out.begin(),
+                                 square{}, 0.0, tally::plus<double>{});
+  }, "transform_reduce_rows", "null pointer");
+  const thrust::host_vector<float> out = d_out;
+  for (float x : out) ASSERT_EQ(x, -1.0f) << "written before a refusal";
+  EXPECT_EQ(tally::reduce(tally::device, d_m.begin(), d_m.end()), 1000.0f) << "the context is still usable";
+}
+
+}  // namespace
