@@ -57,6 +57,8 @@ struct fixed_size_bounds {
 // starts holds runs + 1 increasing entries, written by tally's own kernels.
 template <class ValuesIt, class Acc>
 struct key_run_bounds {
+  // Only the device knows how many runs there are (segment_lists::segments_on_device).
+  static constexpr bool counted_on_device = true;
   const std::uint32_t* starts;
   ValuesIt values;
   TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t r) const {
@@ -68,6 +70,14 @@ struct key_run_bounds {
     return static_cast<Acc>(values[static_cast<diff>(starts[r])]);
   }
 };
+
+// Whether the segment count is a word the device wrote (key_run_bounds) rather than the host's S.
+template <class Bounds, class = void>
+struct counted_on_device : std::false_type {};
+template <class Bounds>
+struct counted_on_device<Bounds, std::enable_if_t<Bounds::counted_on_device>> : std::true_type {};
+template <class Bounds>
+inline constexpr bool counted_on_device_v = counted_on_device<Bounds>::value;
 
 // Segment s's init: the call's init, unless the bounds give each segment its own (init_of).
 template <class Bounds, class = void>

@@ -53,7 +53,6 @@ struct segment_lists {
   // Where only the device knows S (reduce_by_key's runs): the word it counted them in.
   const unsigned long long* segments_on_device = nullptr;
 
-  __device__ std::uint64_t segment_count() const { return segments_on_device ? *segments_on_device : segments; }
 
   // Reserves `add` places in a list; returns the first.
   __device__ std::uint64_t take(unsigned long long* word, unsigned add) const { return atomicAdd(word, add); }
@@ -231,11 +230,14 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
   constexpr std::uint64_t lane_max = std::uint64_t(warp_threads) * VW;
   const unsigned lane = threadIdx.x % warp_threads;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (block_threads / warp_threads);
-  const std::uint64_t segments = lists.segment_count();
-  // Where only the device knows S, the host passed a warp's lanes; fewer where the segments are
-  // few for the grid (as the host chooses it otherwise: segmented_dispatch.cuh).
-  if (lists.segments_on_device)
+  // The host's S is read from the parameters where it is needed (this loop runs in 32 registers);
+  // where only the device knows S, the host passed a warp's lanes, fewer here where the segments
+  // are few for the grid (as the host chooses otherwise: segmented_dispatch.cuh).
+  std::uint64_t segments = lists.segments;
+  if constexpr (counted_on_device_v<Bounds>) {
+    segments = *lists.segments_on_device;
     while (group > 1 && segments < warps * group * 2) group /= 2;
+  }
   const std::uint64_t groups = (segments + group - 1) / group;
   for (std::uint64_t g = blockIdx.x * (block_threads / warp_threads) + threadIdx.x / warp_threads; g < groups;
        g += warps) {
@@ -294,7 +296,11 @@ __global__ void __launch_bounds__(block_threads)
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   __shared__ alignas(Acc) unsigned char slot_bytes[block_threads * sizeof(Acc)];
   Acc* const slots = reinterpret_cast<Acc*>(slot_bytes);
-  if (segments_on_device) segments = *segments_on_device;
+  if constexpr (counted_on_device_v<Bounds>) {
+    segments = *segments_on_device;
+  } else {
+    (void)segments_on_device;
+  }
   for (std::uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
     const segment_extent e = bounds(s);
     const Acc result =
