@@ -17,6 +17,9 @@
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/reduce.h>
 
+#include <cuda/std/functional>
+#include <cuda/std/tuple>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -309,6 +313,150 @@ TEST_F(reduce_by_key_device, past_two_to_the_31_and_the_limit) {
     EXPECT_NE(std::string(e.what()).find("reduce_by_key"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("2^32 - 1"), std::string::npos) << e.what();
   }
+}
+
+// Tuple values (x, y, z and a count per run, through tally::zip): each run's tuple has the bits of
+// the host backend's, field by field.
+TEST_F(reduce_by_key_device, zip_values_per_run) {
+  seeded s(28);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> lengths;
+  const auto keys = keys_in_runs(s.rng, 150, lengths);
+  const std::size_t n = keys.size(), runs = lengths.size();
+  const auto x = random_values<float>(n, s.rng), y = random_values<float>(n, s.rng), z = random_values<float>(n, s.rng);
+  using sums = cuda::std::tuple<float, float, float, int>;
+  const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
+  const thrust::device_vector<float> dx(x.begin(), x.end()), dy(y.begin(), y.end()), dz(z.begin(), z.end());
+  const auto points = tally::zip(dx.begin(), dy.begin(), dz.begin(), thrust::constant_iterator<int>(1));
+  thrust::device_vector<int> d_ids(n, -1);
+  thrust::device_vector<sums> d_sums(n, sums(-1.0f, -1.0f, -1.0f, -1));
+  const auto ends = tally::reduce_by_key(tally::device, d_keys.begin(), d_keys.end(), points, d_ids.begin(),
+                                         d_sums.begin(), cuda::std::equal_to<>{}, tally::plus<>{});
+  ASSERT_EQ(std::size_t(ends.first - d_ids.begin()), runs);
+  const auto host_points = tally::zip(x.begin(), y.begin(), z.begin(), thrust::constant_iterator<int>(1));
+  std::vector<int> host_ids(n);
+  std::vector<sums> host_sums(n);
+  tally::reduce_by_key(tally::host, keys.begin(), keys.end(), host_points, host_ids.begin(), host_sums.begin(),
+                       cuda::std::equal_to<>{}, tally::plus<>{});
+  const thrust::host_vector<int> ids = d_ids;
+  const thrust::host_vector<sums> got = d_sums;
+  for (std::size_t r = 0; r < runs; ++r) {
+    ASSERT_EQ(ids[r], host_ids[r]) << "run " << r;
+    const sums g = got[r], h = host_sums[r];
+    ASSERT_EQ(bits_of(cuda::std::get<0>(g)), bits_of(cuda::std::get<0>(h))) << "run " << r;
+    ASSERT_EQ(bits_of(cuda::std::get<1>(g)), bits_of(cuda::std::get<1>(h))) << "run " << r;
+    ASSERT_EQ(bits_of(cuda::std::get<2>(g)), bits_of(cuda::std::get<2>(h))) << "run " << r;
+    ASSERT_EQ(cuda::std::get<3>(g), int(lengths[r])) << "run " << r;
+  }
+}
+
+// Host threads calling at once: four on one stream (the legacy default stream), two on streams of
+// their own, two on their per-thread default streams; each checks every result against the host
+// backend's bits. (gpu-check runs cases named concurrent_calls under memcheck only.)
+TEST_F(reduce_by_key_device, concurrent_calls_on_one_stream_and_on_many) {
+  seeded s(29);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> lengths;
+  const auto keys = keys_in_runs(s.rng, 100, lengths);
+  const auto values = random_values<float>(keys.size(), s.rng);
+  const std::size_t n = keys.size(), runs = lengths.size();
+  std::vector<int> want_keys(runs);
+  std::vector<float> want(runs);
+  tally::reduce_by_key(tally::host, keys.begin(), keys.end(), values.begin(), want_keys.begin(), want.begin());
+  const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
+  const thrust::device_vector<float> d_values(values.begin(), values.end());
+  const int rounds = under_sanitizer() ? 2 : 10;
+  std::vector<std::string> failures(8);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 8; ++t) {
+    workers.emplace_back([&, t] {
+      try {
+        cudaStream_t own = nullptr;
+        if (t >= 4 && t < 6 && cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking) != cudaSuccess)
+          throw std::runtime_error("cudaStreamCreate failed");
+        const cudaStream_t stream = t < 4 ? cudaStreamLegacy : t < 6 ? own : cudaStreamPerThread;
+        int* keys_out = nullptr;
+        float* out = nullptr;
+        unsigned long long* count = nullptr;
+        if (cudaMalloc(&keys_out, n * sizeof(int)) != cudaSuccess || cudaMalloc(&out, n * sizeof(float)) != cudaSuccess ||
+            cudaMalloc(&count, sizeof(unsigned long long)) != cudaSuccess)
+          throw std::runtime_error("cudaMalloc failed");
+        std::vector<int> got_keys(runs);
+        std::vector<float> got(runs);
+        for (int round = 0; round < rounds && failures[std::size_t(t)].empty(); ++round) {
+          if (cudaMemsetAsync(out, 0xA5, n * sizeof(float), stream) != cudaSuccess) throw std::runtime_error("memset");
+          if (round % 2 == 0) {
+            tally::reduce_by_key_into(tally::device.on(stream), d_keys.data().get(), d_keys.data().get() + n,
+                                      d_values.data().get(), keys_out, out, count);
+          } else {
+            const auto ends = tally::reduce_by_key(tally::device.on(stream), d_keys.data().get(),
+                                                   d_keys.data().get() + n, d_values.data().get(), keys_out, out);
+            if (std::size_t(ends.first - keys_out) != runs) failures[std::size_t(t)] = "run count returned";
+          }
+          unsigned long long c = 0;
+          if (cudaStreamSynchronize(stream) != cudaSuccess ||
+              cudaMemcpy(&c, count, sizeof(c), cudaMemcpyDeviceToHost) != cudaSuccess ||
+              cudaMemcpy(got.data(), out, runs * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess ||
+              cudaMemcpy(got_keys.data(), keys_out, runs * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            throw std::runtime_error("copy back failed");
+          if (round % 2 == 0 && c != runs) failures[std::size_t(t)] = "run count written: " + std::to_string(c);
+          for (std::size_t r = 0; r < runs && failures[std::size_t(t)].empty(); ++r)
+            if (got_keys[r] != want_keys[r] || bits_of(got[r]) != bits_of(want[r]))
+              failures[std::size_t(t)] = "round " + std::to_string(round) + ", run " + std::to_string(r);
+        }
+        cudaFree(keys_out);
+        cudaFree(out);
+        cudaFree(count);
+        if (own) cudaStreamDestroy(own);
+      } catch (const std::exception& e) {
+        failures[std::size_t(t)] = e.what();
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[std::size_t(t)], "") << "thread " << t;
+}
+
+// Inside a capture the waiting form is refused before it enqueues anything (its result goes to the
+// host, which a captured call cannot do), and the capture stays usable: the _into form is taken.
+TEST_F(reduce_by_key_device, inside_a_capture_the_waiting_form_is_refused) {
+  thrust::device_vector<int> d_keys(std::vector<int>{1, 1, 2, 3, 3, 3});
+  thrust::device_vector<int> d_values(std::vector<int>{1, 2, 3, 4, 5, 6});
+  thrust::device_vector<int> d_keys_out(6, -1), d_out(6, -1);
+  thrust::device_vector<int> d_count(1, -1);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // Outside the capture first: the same call works, and the process holds its result slots.
+  const auto ends = tally::reduce_by_key(tally::device.on(stream), d_keys.begin(), d_keys.end(), d_values.begin(),
+                                         d_keys_out.begin(), d_out.begin());
+  EXPECT_EQ(ends.second - d_out.begin(), 3);
+  thrust::fill(d_out.begin(), d_out.end(), -1);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  try {
+    tally::reduce_by_key(tally::device.on(stream), d_keys.begin(), d_keys.end(), d_values.begin(), d_keys_out.begin(),
+                         d_out.begin());
+    ADD_FAILURE() << "reduce_by_key was not refused inside a capture";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("reduce_by_key"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("captured"), std::string::npos) << e.what();
+  }
+  tally::reduce_by_key_into(tally::device.on(stream), d_keys.begin(), d_keys.end(), d_values.begin(),
+                            d_keys_out.begin(), d_out.begin(), d_count.begin());
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(int(d_count[0]), 3);
+  EXPECT_EQ(int(d_out[0]), 3);
+  EXPECT_EQ(int(d_out[1]), 3);
+  EXPECT_EQ(int(d_out[2]), 15);
+  EXPECT_EQ(int(d_keys_out[2]), 3);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 TEST_F(reduce_by_key_device, refused_arguments) {
