@@ -4,6 +4,7 @@
 // results equal the device's bit for bit (docs/determinism.md). Operators that are not
 // commutative replay the order-preserving plan instead (ordered_reduce_tile).
 
+#include "tally/detail/exact_sum.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/operator_traits.cuh"
 
@@ -190,8 +191,59 @@ Acc ordered_fold_partials(const std::vector<Acc>& partials, Op& op) {
 // Tiles are spread over threads; below this many elements one thread does it all.
 inline constexpr std::uint64_t parallel_threshold = std::uint64_t(1) << 18;
 
+// The exact sum of n elements (tally::exact_plus) as an accumulator: contiguous pieces on up to
+// max_threads threads, their accumulators merged. Any split gives the same sum.
+template <class T, class It>
+exact_accumulator<T> exact_accumulate(It first, std::uint64_t n, unsigned max_threads) {
+  static_assert(converts_exactly<typename std::iterator_traits<It>::value_type, T>(),
+                "tally::exact_plus<T>: the values must convert to T exactly (T itself; float, half or bf16 into "
+                "double; half or bf16 into float); convert them with a transform first");
+  exact_accumulator<T> total;
+  unsigned threads = 1;
+  if (n >= parallel_threshold) {
+    static const unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = max_threads ? max_threads : hardware_threads;
+  }
+  threads = unsigned(std::min<std::uint64_t>(threads, (n + 4095) / 4096));
+  const auto add_piece = [&](std::uint64_t from, std::uint64_t to, exact_accumulator<T>& into) {
+    using diff = typename std::iterator_traits<It>::difference_type;
+    for (std::uint64_t i = from; i < to; ++i) into.add(static_cast<T>(first[static_cast<diff>(i)]));
+  };
+  if (threads <= 1) {
+    add_piece(0, n, total);
+    return total;
+  }
+  std::vector<exact_accumulator<T>> pieces(threads);
+  std::vector<std::thread> workers;
+  std::vector<std::exception_ptr> errors(threads);
+  const std::uint64_t per_thread = (n + threads - 1) / threads;
+  for (unsigned w = 0; w < threads; ++w) {
+    const std::uint64_t from = std::min(n, w * per_thread), to = std::min(n, from + per_thread);
+    workers.emplace_back([&, w, from, to] {
+      try {
+        add_piece(from, to, pieces[w]);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  for (auto& error : errors)
+    if (error) std::rethrow_exception(error);
+  for (const auto& piece : pieces) total.merge(piece);
+  return total;
+}
+
+template <class T, class It>
+T exact_sum(It first, std::uint64_t n, T init, unsigned max_threads) {
+  exact_accumulator<T> total = exact_accumulate<T>(first, n, max_threads);
+  total.add(init);
+  return total.value();
+}
+
+// tally::reduce's plan on the host: the same tiles, trees and fold as the device.
 template <class Acc, class It, class Op>
-Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int vector_width) {
+Acc plan_reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int vector_width) {
   if (n == 0) return init;
   const reduction_plan plan = make_plan(n, vector_width, plan_max_tiles_for<Op>);
   std::vector<Acc> partials(plan.tiles);
@@ -241,6 +293,19 @@ Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int
     }
   }
   return static_cast<Acc>(op(init, total));
+}
+
+template <class Acc, class It, class Op>
+Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int vector_width) {
+  if constexpr (is_exact_plus_v<Op>) {
+    using T = typename Op::accumulator_type::value_type;
+    static_assert(std::is_same_v<Acc, T>, "tally::exact_plus<T>: init must be a T");
+    (void)op;
+    (void)vector_width;
+    return exact_sum<T>(first, n, init, max_threads);
+  } else {
+    return plan_reduce(first, n, init, op, max_threads, vector_width);
+  }
 }
 
 }  // namespace tally::detail::host
