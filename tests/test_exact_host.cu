@@ -8,6 +8,7 @@
 
 #include "support/test_support.cuh"
 #include "tally/exact.cuh"
+#include "tally/fields.cuh"
 #include "tally/matrix_reduce.cuh"
 #include "tally/reduce_by_key.cuh"
 #include "tally/segmented_reduce.cuh"
@@ -330,6 +331,40 @@ TEST(exact_host, through_the_algorithms_that_take_an_operator) {
     for (std::size_t i = 0; i < 100; ++i) column.push_back(v[i * 40 + j]);
     EXPECT_TRUE(same_bits(columns[j], mpfr_sum(column, 0.0))) << "column " << j;
   }
+}
+
+// Exact x/y/z sums in one pass: tally::fields of exact_plus over a zip of three arrays and over an
+// array of float3; each field's sum is that field's exact sum.
+TEST(exact_host, fields_of_exact_sums) {
+  seeded s(11);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = under_valgrind() ? 20000 : 300000;
+  const auto x = any_finite<float>(n, s.rng), y = any_finite<float>(n, s.rng);
+  std::vector<float> z(n);
+  std::uniform_real_distribution<float> unit(-1, 1);
+  for (auto& v : z) v = unit(s.rng);
+  const auto points = tally::zip(x.begin(), y.begin(), z.begin());
+  using xyz = cuda::std::tuple<float, float, float>;
+  const auto exact3 = tally::fields(tally::exact_plus<float>{}, tally::exact_plus<float>{}, tally::exact_plus<float>{});
+  for (unsigned threads : {1u, 3u}) {
+    const xyz sum = tally::reduce(tally::host.threads(threads), points, points + std::ptrdiff_t(n),
+                                  xyz(0.0f, 0.0f, -0.5f), exact3);
+    EXPECT_TRUE(same_bits(cuda::std::get<0>(sum), mpfr_sum(x, 0.0f))) << threads << " threads";
+    EXPECT_TRUE(same_bits(cuda::std::get<1>(sum), mpfr_sum(y, 0.0f))) << threads << " threads";
+    EXPECT_TRUE(same_bits(cuda::std::get<2>(sum), mpfr_sum(z, -0.5f))) << threads << " threads";
+  }
+  std::vector<float3> aos(n);
+  for (std::size_t i = 0; i < n; ++i) aos[i] = float3{x[i], y[i], z[i]};
+  const float3 sum3 = tally::reduce(tally::host, aos.begin(), aos.end(), float3{0, 0, 0}, exact3);
+  EXPECT_TRUE(same_bits(sum3.x, mpfr_sum(x, 0.0f)));
+  EXPECT_TRUE(same_bits(sum3.y, mpfr_sum(y, 0.0f)));
+  EXPECT_TRUE(same_bits(sum3.z, mpfr_sum(z, 0.0f)));
+  // Float fields into double sums.
+  using wide = cuda::std::tuple<double, double>;
+  const wide sum2 = tally::reduce(tally::host, tally::zip(x.begin(), z.begin()), tally::zip(x.end(), z.end()),
+                                  wide(0.0, 0.0), tally::fields(tally::exact_plus<double>{}, tally::exact_plus<double>{}));
+  EXPECT_TRUE(same_bits(cuda::std::get<0>(sum2), mpfr_sum(std::vector<double>(x.begin(), x.end()), 0.0)));
+  EXPECT_TRUE(same_bits(cuda::std::get<1>(sum2), mpfr_sum(std::vector<double>(z.begin(), z.end()), 0.0)));
 }
 
 // Half and bf16 inputs into a float sum, float into a double sum: converted exactly first.

@@ -43,6 +43,9 @@ template <class... Ops>
 struct fields_op {
   // Fieldwise, so as commutative as its least commutative field operator.
   static constexpr bool commutative = (is_commutative_v<Ops> && ...);
+  // Every field an exact sum (tally::exact_plus): the host backend sums each field exactly
+  // (docs/exact.md); a mix of exact and other fields is not taken yet.
+  static constexpr bool exact_fields = (detail::is_exact_plus_v<Ops> && ...);
   mutable cuda::std::tuple<Ops...> ops;  // an operator() need not be const (as in Thrust)
 
   // An op may be host-only under a host policy; the device instantiation is then never used.

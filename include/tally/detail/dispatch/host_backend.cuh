@@ -6,6 +6,7 @@
 
 #include "tally/detail/exact_sum.cuh"
 #include "tally/detail/plan.cuh"
+#include "tally/detail/tuple_like.cuh"
 #include "tally/operator_traits.cuh"
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <exception>
 #include <iterator>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tally::detail::host {
@@ -191,29 +194,27 @@ Acc ordered_fold_partials(const std::vector<Acc>& partials, Op& op) {
 // Tiles are spread over threads; below this many elements one thread does it all.
 inline constexpr std::uint64_t parallel_threshold = std::uint64_t(1) << 18;
 
-// The exact sum of n elements (tally::exact_plus) as an accumulator: contiguous pieces on up to
-// max_threads threads, their accumulators merged. Any split gives the same sum.
-template <class T, class It>
-exact_accumulator<T> exact_accumulate(It first, std::uint64_t n, unsigned max_threads) {
-  static_assert(converts_exactly<typename std::iterator_traits<It>::value_type, T>(),
-                "tally::exact_plus<T>: the values must convert to T exactly (T itself; float, half or bf16 into "
-                "double; half or bf16 into float); convert them with a transform first");
-  exact_accumulator<T> total;
+// Adds n elements to an accumulator of exact sums (exact_accumulator, or exact_fields below):
+// contiguous pieces on up to max_threads threads, their accumulators merged. Integer addition
+// is exact, so any split gives the same sum.
+template <class Accumulator, class It>
+Accumulator accumulate_exactly(It first, std::uint64_t n, unsigned max_threads) {
+  Accumulator total;
   unsigned threads = 1;
   if (n >= parallel_threshold) {
     static const unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
     threads = max_threads ? max_threads : hardware_threads;
   }
   threads = unsigned(std::min<std::uint64_t>(threads, (n + 4095) / 4096));
-  const auto add_piece = [&](std::uint64_t from, std::uint64_t to, exact_accumulator<T>& into) {
+  const auto add_piece = [&](std::uint64_t from, std::uint64_t to, Accumulator& into) {
     using diff = typename std::iterator_traits<It>::difference_type;
-    for (std::uint64_t i = from; i < to; ++i) into.add(static_cast<T>(first[static_cast<diff>(i)]));
+    for (std::uint64_t i = from; i < to; ++i) into.add(first[static_cast<diff>(i)]);
   };
   if (threads <= 1) {
     add_piece(0, n, total);
     return total;
   }
-  std::vector<exact_accumulator<T>> pieces(threads);
+  std::vector<Accumulator> pieces(threads);
   std::vector<std::thread> workers;
   std::vector<std::exception_ptr> errors(threads);
   const std::uint64_t per_thread = (n + threads - 1) / threads;
@@ -235,10 +236,73 @@ exact_accumulator<T> exact_accumulate(It first, std::uint64_t n, unsigned max_th
 }
 
 template <class T, class It>
+exact_accumulator<T> exact_accumulate(It first, std::uint64_t n, unsigned max_threads) {
+  static_assert(converts_exactly<typename std::iterator_traits<It>::value_type, T>(),
+                "tally::exact_plus<T>: the values must convert to T exactly (T itself; float, half or bf16 into "
+                "double; half or bf16 into float); convert them with a transform first");
+  return accumulate_exactly<exact_accumulator<T>>(first, n, max_threads);
+}
+
+template <class T, class It>
 T exact_sum(It first, std::uint64_t n, T init, unsigned max_threads) {
   exact_accumulator<T> total = exact_accumulate<T>(first, n, max_threads);
   total.add(init);
   return total.value();
+}
+
+// The exact sums of every field of a tuple-like accumulator Acc (tally::fields of exact_plus
+// operators only): an exact_accumulator per field.
+template <class Acc, class Fields = std::make_index_sequence<field_count_v<Acc>>>
+struct exact_fields;
+template <class Acc, std::size_t... I>
+struct exact_fields<Acc, std::index_sequence<I...>> {
+  std::tuple<exact_accumulator<field_t<I, Acc>>...> sums;
+
+  template <class V>
+  void add(const V& element) {
+    Acc value = static_cast<Acc>(element);
+    (std::get<I>(sums).add(field<I>(value)), ...);
+  }
+  void merge(const exact_fields& other) { (std::get<I>(sums).merge(std::get<I>(other.sums)), ...); }
+  Acc value(Acc init) {
+    (std::get<I>(sums).add(field<I>(init)), ...);
+    ((field<I>(init) = std::get<I>(sums).value()), ...);
+    return init;
+  }
+};
+
+template <class Acc, class V, std::size_t... I>
+constexpr bool fields_convert_exactly(std::index_sequence<I...>) {
+  if constexpr (is_tuple_like_v<V> && field_count_v<V> == sizeof...(I)) {
+    return (converts_exactly<field_t<I, V>, field_t<I, Acc>>() && ...);
+  } else {
+    return false;
+  }
+}
+
+// Whether field operator I is exact_plus of field I's type, for every field.
+template <class Op, class Acc, std::size_t... I>
+constexpr bool field_operators_match(std::index_sequence<I...>) {
+  using ops_t = std::remove_cv_t<decltype(std::declval<Op&>().ops)>;
+  if constexpr (cuda::std::tuple_size<ops_t>::value == sizeof...(I)) {
+    return (std::is_same_v<typename cuda::std::tuple_element_t<I, ops_t>::accumulator_type::value_type,
+                           field_t<I, Acc>> &&
+            ...);
+  } else {
+    return false;
+  }
+}
+
+template <class Op, class Acc, class It>
+Acc exact_fields_sum(It first, std::uint64_t n, Acc init, unsigned max_threads) {
+  static_assert(field_operators_match<Op, Acc>(std::make_index_sequence<field_count_v<Acc>>{}),
+                "tally::fields of tally::exact_plus: field i of init must be exact_plus's T of operator i, one "
+                "operator per field");
+  using V = std::remove_cv_t<typename std::iterator_traits<It>::value_type>;
+  static_assert(fields_convert_exactly<Acc, V>(std::make_index_sequence<field_count_v<Acc>>{}),
+                "tally::fields of tally::exact_plus: each field of the values must convert exactly to the same field "
+                "of init (T itself; float, half or bf16 into double; half or bf16 into float)");
+  return accumulate_exactly<exact_fields<Acc>>(first, n, max_threads).value(init);
 }
 
 // tally::reduce's plan on the host: the same tiles, trees and fold as the device.
@@ -303,6 +367,10 @@ Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int
     (void)op;
     (void)vector_width;
     return exact_sum<T>(first, n, init, max_threads);
+  } else if constexpr (sums_fields_exactly_v<Op, Acc>) {
+    (void)op;
+    (void)vector_width;
+    return exact_fields_sum<Op>(first, n, init, max_threads);
   } else {
     return plan_reduce(first, n, init, op, max_threads, vector_width);
   }
