@@ -26,13 +26,6 @@ using namespace tally_test;
 
 class matrix_device : public device_test {};
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(static_cast<void*>(v.data()), 0xA5, n * sizeof(T));
-  return v;
-}
-
 struct shape {
   std::int64_t rows, cols, ld;
 };
@@ -61,7 +54,7 @@ void check_rows_and_columns(std::uint64_t salt, std::size_t offset) {
     device_buffer<T> matrix(v, offset);
     const T init = T(2);
     const std::size_t rows = std::size_t(m.rows), cols = std::size_t(m.cols);
-    thrust::device_vector<T> d_rows(poisoned<T>(rows + 1)), d_cols(poisoned<T>(cols + 1));
+    thrust::device_vector<T> d_rows(poisoned_vector<T>(rows + 1)), d_cols(poisoned_vector<T>(cols + 1));
     const auto rows_end = tally::reduce_rows(tally::device, matrix.data(), m.rows, m.cols, m.ld, d_rows.begin(), init,
                                              tally::plus<T>{});
     const auto cols_end = tally::reduce_columns(tally::device, matrix.data(), m.rows, m.cols, m.ld, d_cols.begin(),
@@ -70,7 +63,7 @@ void check_rows_and_columns(std::uint64_t salt, std::size_t offset) {
     EXPECT_EQ(cols_end - d_cols.begin(), m.cols);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const thrust::host_vector<T> got_rows = d_rows, got_cols = d_cols;
-    std::vector<T> host_rows = poisoned<T>(rows), host_cols = poisoned<T>(cols);
+    std::vector<T> host_rows = poisoned_vector<T>(rows), host_cols = poisoned_vector<T>(cols);
     tally::reduce_rows(tally::host, v.begin(), m.rows, m.cols, m.ld, host_rows.begin(), init, tally::plus<T>{});
     tally::reduce_columns(tally::host, v.begin(), m.rows, m.cols, m.ld, host_cols.begin(), init, tally::plus<T>{});
     for (std::size_t i = 0; i < rows; ++i) {
@@ -81,7 +74,7 @@ void check_rows_and_columns(std::uint64_t salt, std::size_t offset) {
       ASSERT_EQ(bits_of(host_rows[i]), bits_of(alone)) << "row " << i << " on the host";
       if constexpr (std::is_integral_v<T>) ASSERT_EQ(got_rows[i], reference_sum<T>(v, b, e, init)) << "row " << i;
     }
-    EXPECT_EQ(bits_of(got_rows[rows]), bits_of(poisoned<T>(1)[0])) << "written past the rows";
+    EXPECT_EQ(bits_of(got_rows[rows]), bits_of(poisoned_vector<T>(1)[0])) << "written past the rows";
     for (std::size_t j = 0; j < cols; ++j) {
       std::vector<T> column(rows);
       for (std::size_t i = 0; i < rows; ++i) column[i] = v[i * std::size_t(m.ld) + j];
@@ -96,7 +89,7 @@ void check_rows_and_columns(std::uint64_t salt, std::size_t offset) {
             << "column " << j;
       }
     }
-    EXPECT_EQ(bits_of(got_cols[cols]), bits_of(poisoned<T>(1)[0])) << "written past the columns";
+    EXPECT_EQ(bits_of(got_cols[cols]), bits_of(poisoned_vector<T>(1)[0])) << "written past the columns";
   }
 }
 
@@ -118,17 +111,17 @@ TEST_F(matrix_device, transform_forms_and_default_sums) {
   const std::int64_t rows = 700, cols = 300, ld = 333;
   const auto v = random_values<float>(std::size_t((rows - 1) * ld + cols), s.rng);
   device_buffer<float> matrix(v, 1);
-  thrust::device_vector<double> d_rows(poisoned<double>(rows)), d_cols(poisoned<double>(cols));
+  thrust::device_vector<double> d_rows(poisoned_vector<double>(rows)), d_cols(poisoned_vector<double>(cols));
   tally::transform_reduce_rows(tally::device, matrix.data(), rows, cols, ld, d_rows.begin(), square{}, 0.0,
                                tally::plus<double>{});
   tally::transform_reduce_columns(tally::device, matrix.data(), rows, cols, ld, d_cols.begin(), square{}, 0.0,
                                   tally::plus<double>{});
-  thrust::device_vector<float> d_sums(poisoned<float>(rows));
+  thrust::device_vector<float> d_sums(poisoned_vector<float>(rows));
   tally::reduce_rows(tally::device, matrix.data(), rows, cols, ld, d_sums.begin());
   // Segments of the flat range through transform_segmented_reduce, both forms.
   const std::vector<std::int64_t> offsets{0, 1, 5, 100, 4000, 4001, 70000, 150000};
   const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  thrust::device_vector<double> d_segments(poisoned<double>(offsets.size() - 1)), d_fixed(poisoned<double>(10));
+  thrust::device_vector<double> d_segments(poisoned_vector<double>(offsets.size() - 1)), d_fixed(poisoned_vector<double>(10));
   tally::transform_segmented_reduce(tally::device, matrix.data(), d_offsets.begin(), d_offsets.end(),
                                     d_segments.begin(), square{}, 0.0, tally::plus<double>{});
   tally::transform_segmented_reduce(tally::device, matrix.data(), 10, 1234, d_fixed.begin(), square{}, 0.0,
@@ -167,36 +160,28 @@ TEST_F(matrix_device, transform_forms_and_default_sums) {
 }
 
 // An operator that is not commutative keeps each column's top-to-bottom order.
-struct affine {
-  std::uint64_t a, b;
-};
-struct then_apply {  // first `first`, then `second`
-  __host__ __device__ affine operator()(const affine& first, const affine& second) const {
-    return {first.a * second.a, first.b * second.a + second.b};
-  }
-};
 
 TEST_F(matrix_device, columns_keep_their_order_under_an_operator_that_is_not_commutative) {
   seeded s(36);
   SCOPED_TRACE(s.trace());
   const std::int64_t rows = 3000, cols = 70, ld = 72;
-  std::vector<affine> v(std::size_t((rows - 1) * ld + cols));
+  std::vector<affine_map> v(std::size_t((rows - 1) * ld + cols));
   std::uniform_int_distribution<std::uint64_t> any;
   for (auto& m : v) m = {any(s.rng) | 1u, any(s.rng)};
-  const thrust::device_vector<affine> d_v(v.begin(), v.end());
-  thrust::device_vector<affine> d_cols(cols, affine{0, 0}), d_rows(rows, affine{0, 0});
-  const affine identity{1, 0};
-  tally::reduce_columns(tally::device, d_v.begin(), rows, cols, ld, d_cols.begin(), identity, then_apply{});
-  tally::reduce_rows(tally::device, d_v.begin(), rows, cols, ld, d_rows.begin(), identity, then_apply{});
-  const thrust::host_vector<affine> got_cols = d_cols, got_rows = d_rows;
+  const thrust::device_vector<affine_map> d_v(v.begin(), v.end());
+  thrust::device_vector<affine_map> d_cols(cols, affine_map{0, 0}), d_rows(rows, affine_map{0, 0});
+  const affine_map identity{1, 0};
+  tally::reduce_columns(tally::device, d_v.begin(), rows, cols, ld, d_cols.begin(), identity, compose_affine{});
+  tally::reduce_rows(tally::device, d_v.begin(), rows, cols, ld, d_rows.begin(), identity, compose_affine{});
+  const thrust::host_vector<affine_map> got_cols = d_cols, got_rows = d_rows;
   for (std::int64_t j = 0; j < cols; ++j) {
-    affine want = identity;
-    for (std::int64_t i = 0; i < rows; ++i) want = then_apply{}(want, v[std::size_t(i * ld + j)]);
+    affine_map want = identity;
+    for (std::int64_t i = 0; i < rows; ++i) want = compose_affine{}(want, v[std::size_t(i * ld + j)]);
     ASSERT_TRUE(got_cols[std::size_t(j)].a == want.a && got_cols[std::size_t(j)].b == want.b) << "column " << j;
   }
   for (std::int64_t i = 0; i < rows; ++i) {
-    affine want = identity;
-    for (std::int64_t j = 0; j < cols; ++j) want = then_apply{}(want, v[std::size_t(i * ld + j)]);
+    affine_map want = identity;
+    for (std::int64_t j = 0; j < cols; ++j) want = compose_affine{}(want, v[std::size_t(i * ld + j)]);
     ASSERT_TRUE(got_rows[std::size_t(i)].a == want.a && got_rows[std::size_t(i)].b == want.b) << "row " << i;
   }
 }

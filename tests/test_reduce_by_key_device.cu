@@ -36,13 +36,6 @@ using namespace tally_test;
 
 class reduce_by_key_device : public device_test {};
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(static_cast<void*>(v.data()), 0xA5, n * sizeof(T));
-  return v;
-}
-
 // Keys in runs: every edge of the segmented kernels' size classes (a run's segment is its values
 // after the first: lane, lane group, warp, block, long), of the run-finding tiles (8192 keys)
 // and of their head words (32 keys), plus random short runs. Adjacent runs have different keys;
@@ -77,8 +70,8 @@ void check_runs(std::uint64_t salt, std::size_t extra_random) {
   const std::size_t n = keys.size(), runs = lengths.size();
   const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
   const thrust::device_vector<T> d_values(values.begin(), values.end());
-  thrust::device_vector<int> d_keys_out(poisoned<int>(n));
-  thrust::device_vector<T> d_values_out(poisoned<T>(n));
+  thrust::device_vector<int> d_keys_out(poisoned_vector<int>(n));
+  thrust::device_vector<T> d_values_out(poisoned_vector<T>(n));
   const auto ends = tally::reduce_by_key(tally::device, d_keys.begin(), d_keys.end(), d_values.begin(),
                                          d_keys_out.begin(), d_values_out.begin());
   ASSERT_EQ(std::size_t(ends.first - d_keys_out.begin()), runs);
@@ -87,7 +80,7 @@ void check_runs(std::uint64_t salt, std::size_t extra_random) {
   const thrust::host_vector<T> values_out = d_values_out;
   // The host backend: the same runs, the same bits.
   std::vector<int> host_keys(runs);
-  std::vector<T> host_values = poisoned<T>(runs);
+  std::vector<T> host_values = poisoned_vector<T>(runs);
   const auto host_ends = tally::reduce_by_key(tally::host, keys.begin(), keys.end(), values.begin(), host_keys.begin(),
                                               host_values.begin());
   ASSERT_EQ(std::size_t(host_ends.first - host_keys.begin()), runs);
@@ -112,7 +105,7 @@ void check_runs(std::uint64_t salt, std::size_t extra_random) {
     begin = end;
   }
   for (std::size_t r = runs; r < n && r < runs + 64; ++r)
-    ASSERT_EQ(bits_of(values_out[r]), bits_of(poisoned<T>(1)[0])) << "written past the runs at " << r;
+    ASSERT_EQ(bits_of(values_out[r]), bits_of(poisoned_vector<T>(1)[0])) << "written past the runs at " << r;
   if constexpr (std::is_integral_v<T>) {
     // Thrust's own answer: the same runs and, for integers, the same values.
     thrust::device_vector<int> t_keys(n);
@@ -142,8 +135,8 @@ TEST_F(reduce_by_key_device, all_runs_of_one_and_one_run_of_all) {
   const std::size_t n = under_sanitizer() ? 70001 : (std::size_t(1) << 20) + 3;
   const auto values = random_values<float>(n, s.rng);
   const thrust::device_vector<float> d_values(values.begin(), values.end());
-  thrust::device_vector<long long> d_keys_out(poisoned<long long>(n));
-  thrust::device_vector<float> d_values_out(poisoned<float>(n));
+  thrust::device_vector<long long> d_keys_out(poisoned_vector<long long>(n));
+  thrust::device_vector<float> d_values_out(poisoned_vector<float>(n));
   const auto distinct = thrust::counting_iterator<long long>(-5);
   auto ends = tally::reduce_by_key(tally::device, distinct, distinct + std::ptrdiff_t(n), d_values.begin(),
                                    d_keys_out.begin(), d_values_out.begin());
@@ -157,7 +150,7 @@ TEST_F(reduce_by_key_device, all_runs_of_one_and_one_run_of_all) {
     }
   }
   const auto same = thrust::constant_iterator<int>(42);
-  thrust::device_vector<int> d_one_key(poisoned<int>(2));
+  thrust::device_vector<int> d_one_key(poisoned_vector<int>(2));
   thrust::fill(d_values_out.begin(), d_values_out.end(), -1.0f);
   const auto one = tally::reduce_by_key(tally::device, same, same + std::ptrdiff_t(n), d_values.begin(),
                                         d_one_key.begin(), d_values_out.begin());
@@ -173,14 +166,6 @@ TEST_F(reduce_by_key_device, all_runs_of_one_and_one_run_of_all) {
 struct same_ten {
   __host__ __device__ bool operator()(int a, int b) const { return a / 10 == b / 10; }
 };
-struct affine {
-  std::uint64_t a, b;
-};
-struct then_apply {  // first `first`, then `second`
-  __host__ __device__ affine operator()(const affine& first, const affine& second) const {
-    return {first.a * second.a, first.b * second.a + second.b};
-  }
-};
 
 TEST_F(reduce_by_key_device, other_key_comparisons_and_operators) {
   seeded s(26);
@@ -194,20 +179,20 @@ TEST_F(reduce_by_key_device, other_key_comparisons_and_operators) {
   const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
   auto ints = random_values<int>(n, s.rng);
   const thrust::device_vector<int> d_ints(ints.begin(), ints.end());
-  thrust::device_vector<int> d_keys_out(poisoned<int>(n)), d_max(poisoned<int>(n));
+  thrust::device_vector<int> d_keys_out(poisoned_vector<int>(n)), d_max(poisoned_vector<int>(n));
   const auto ends = tally::reduce_by_key(tally::device, d_keys.begin(), d_keys.end(), d_ints.begin(), d_keys_out.begin(),
                                          d_max.begin(), same_ten{}, tally::maximum<int>{});
   ASSERT_EQ(std::size_t(ends.first - d_keys_out.begin()), lengths.size());
-  std::vector<affine> maps(n);
+  std::vector<affine_map> maps(n);
   std::uniform_int_distribution<std::uint64_t> any;
   for (auto& m : maps) m = {any(s.rng) | 1u, any(s.rng)};
-  const thrust::device_vector<affine> d_maps(maps.begin(), maps.end());
-  thrust::device_vector<affine> d_composed(n, affine{0, 0});
-  thrust::device_vector<int> d_keys_out2(poisoned<int>(n));
+  const thrust::device_vector<affine_map> d_maps(maps.begin(), maps.end());
+  thrust::device_vector<affine_map> d_composed(n, affine_map{0, 0});
+  thrust::device_vector<int> d_keys_out2(poisoned_vector<int>(n));
   tally::reduce_by_key(tally::device, d_keys.begin(), d_keys.end(), d_maps.begin(), d_keys_out2.begin(),
-                       d_composed.begin(), same_ten{}, then_apply{});
+                       d_composed.begin(), same_ten{}, compose_affine{});
   const thrust::host_vector<int> keys_out = d_keys_out, keys_out2 = d_keys_out2, max_out = d_max;
-  const thrust::host_vector<affine> composed = d_composed;
+  const thrust::host_vector<affine_map> composed = d_composed;
   std::size_t begin = 0;
   for (std::size_t r = 0; r < lengths.size(); ++r) {
     const std::size_t end = begin + lengths[r];
@@ -215,8 +200,8 @@ TEST_F(reduce_by_key_device, other_key_comparisons_and_operators) {
     ASSERT_EQ(keys_out2[r], keys[begin]) << "run " << r;
     ASSERT_EQ(max_out[r], *std::max_element(ints.begin() + std::ptrdiff_t(begin), ints.begin() + std::ptrdiff_t(end)))
         << "run " << r;
-    affine want = maps[begin];
-    for (std::size_t k = begin + 1; k < end; ++k) want = then_apply{}(want, maps[k]);
+    affine_map want = maps[begin];
+    for (std::size_t k = begin + 1; k < end; ++k) want = compose_affine{}(want, maps[k]);
     ASSERT_TRUE(composed[r].a == want.a && composed[r].b == want.b) << "run " << r << " of " << lengths[r];
     begin = end;
   }
@@ -237,8 +222,8 @@ TEST_F(reduce_by_key_device, into_streams_and_graphs) {
   tally::reduce_by_key(tally::host, keys.begin(), keys.end(), values.begin(), want_keys.begin(), want.begin());
   const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
   const thrust::device_vector<float> d_values(values.begin(), values.end());
-  thrust::device_vector<int> d_keys_out(poisoned<int>(n));
-  thrust::device_vector<float> d_out(poisoned<float>(n));
+  thrust::device_vector<int> d_keys_out(poisoned_vector<int>(n));
+  thrust::device_vector<float> d_out(poisoned_vector<float>(n));
   thrust::device_vector<unsigned int> d_count(1, 12345u);
   cudaStream_t capturing, other;
   ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
@@ -257,8 +242,8 @@ TEST_F(reduce_by_key_device, into_streams_and_graphs) {
     d_count[0] = 0u;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
-    thrust::device_vector<float> d_direct(poisoned<float>(n));
-    thrust::device_vector<int> d_direct_keys(poisoned<int>(n));
+    thrust::device_vector<float> d_direct(poisoned_vector<float>(n));
+    thrust::device_vector<int> d_direct_keys(poisoned_vector<int>(n));
     thrust::device_vector<long long> d_direct_count(1, -1);
     tally::reduce_by_key_into(tally::device.on(cudaStreamPerThread), d_keys.begin(), d_keys.end(), d_values.begin(),
                               d_direct_keys.begin(), d_direct.begin(), d_direct_count.data());

@@ -48,13 +48,6 @@ std::vector<std::int64_t> class_edge_offsets(std::mt19937_64& rng, std::size_t e
   return offsets;
 }
 
-template <class T>
-std::vector<T> poisoned(std::size_t n) {
-  std::vector<T> v(n);
-  std::memset(static_cast<void*>(v.data()), 0xA5, n * sizeof(T));
-  return v;
-}
-
 // out[s] against tally::reduce of segment s on the host (the same bits by the plan), and the
 // sum's exact or accurate value.
 template <class T, class OffsetVec>
@@ -87,7 +80,7 @@ void check_offsets_form(std::uint64_t salt, std::size_t extra_random, std::size_
   device_buffer<T> in(v, value_offset);
   const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
   const std::size_t segments = offsets.size() - 1;
-  thrust::device_vector<T> d_out(poisoned<T>(segments));
+  thrust::device_vector<T> d_out(poisoned_vector<T>(segments));
   const T init = T(3);
   const auto end = tally::segmented_reduce(tally::device, in.data(), d_offsets.begin(), d_offsets.end(),
                                            d_out.begin(), init, tally::plus<T>{});
@@ -99,7 +92,7 @@ void check_offsets_form(std::uint64_t salt, std::size_t extra_random, std::size_
   expect_segments(v, begins, ends, out, init);
   // And the same bits as the host backend's segmented_reduce, and as tally::reduce on the device
   // for a few segments.
-  std::vector<T> host_out = poisoned<T>(segments);
+  std::vector<T> host_out = poisoned_vector<T>(segments);
   tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), host_out.begin(), init,
                           tally::plus<T>{});
   for (std::size_t i = 0; i < segments; ++i) ASSERT_EQ(bits_of(out[i]), bits_of(host_out[i])) << "segment " << i;
@@ -130,7 +123,7 @@ TEST_F(segmented_device, long_segments_whole_and_split) {
   for (auto& x : v) x += 0.25f;
   const thrust::device_vector<float> d_v(v.begin(), v.end());
   const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  thrust::device_vector<float> d_out(poisoned<float>(offsets.size() - 1));
+  thrust::device_vector<float> d_out(poisoned_vector<float>(offsets.size() - 1));
   tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), -1.5f,
                           tally::plus<float>{});
   const thrust::host_vector<float> h_out = d_out;
@@ -148,7 +141,7 @@ TEST_F(segmented_device, one_huge_segment_is_reduce) {
   for (auto& x : v) x += 0.25;
   const thrust::device_vector<double> d_v(v.begin(), v.end());
   const thrust::device_vector<long long> d_offsets(std::vector<long long>{0, static_cast<long long>(n)});
-  thrust::device_vector<double> d_out(poisoned<double>(1));
+  thrust::device_vector<double> d_out(poisoned_vector<double>(1));
   tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 0.0,
                           tally::plus<double>{});
   const double got = d_out[0];
@@ -165,7 +158,7 @@ TEST_F(segmented_device, fixed_size_rows) {
     const int rows = shape.first, cols = shape.second;
     auto v = random_values<int>(std::size_t(rows) * cols, s.rng);
     const thrust::device_vector<int> d_v(v.begin(), v.end());
-    thrust::device_vector<int> d_out(poisoned<int>(rows));
+    thrust::device_vector<int> d_out(poisoned_vector<int>(rows));
     const auto end = tally::segmented_reduce(tally::device, d_v.data().get(), rows, cols, d_out.data().get(), 7,
                                              tally::plus<int>{});
     EXPECT_EQ(end, d_out.data().get() + rows);
@@ -192,7 +185,7 @@ TEST_F(segmented_device, begin_end_offsets_and_other_operators) {
     ends.push_back(std::min<std::int64_t>(std::int64_t(n), b + (i % 5 == 0 ? len(s.rng) : len(s.rng) % 40)));
   }
   const thrust::device_vector<std::int64_t> d_b(begins.begin(), begins.end()), d_e(ends.begin(), ends.end());
-  thrust::device_vector<int> d_out(poisoned<int>(begins.size()));
+  thrust::device_vector<int> d_out(poisoned_vector<int>(begins.size()));
   tally::segmented_reduce(tally::device, d_v.begin(), d_b.begin(), d_b.end(), d_e.begin(), d_out.begin(),
                           std::numeric_limits<int>::lowest(), tally::maximum<int>{});
   thrust::host_vector<int> h_out = d_out;
@@ -202,7 +195,7 @@ TEST_F(segmented_device, begin_end_offsets_and_other_operators) {
     ASSERT_EQ(h_out[i], want) << "segment " << i;
   }
   // A counting iterator: segment [b, e) of 0, 1, 2, ... sums to an exact value.
-  thrust::device_vector<long long> d_sums(poisoned<long long>(begins.size()));
+  thrust::device_vector<long long> d_sums(poisoned_vector<long long>(begins.size()));
   tally::segmented_reduce(tally::device, thrust::counting_iterator<long long>(0), d_b.begin(), d_b.end(), d_e.begin(),
                           d_sums.begin(), 0ll, tally::plus<long long>{});
   const thrust::host_vector<long long> sums = d_sums;
@@ -220,7 +213,7 @@ TEST_F(segmented_device, bad_device_offsets_give_init) {
   const thrust::device_vector<float> d_v(v.begin(), v.end());
   const std::vector<std::int64_t> offsets = {0, 10, 5, 500, -7, 1000};
   const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  thrust::device_vector<float> d_out(poisoned<float>(5));
+  thrust::device_vector<float> d_out(poisoned_vector<float>(5));
   tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 0.5f,
                           tally::plus<float>{});
   const thrust::host_vector<float> out = d_out;
@@ -281,7 +274,7 @@ TEST_F(segmented_device, streams_and_graphs) {
   std::vector<float> want(segments);
   tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), want.begin(), 0.0f,
                           tally::plus<float>{});
-  thrust::device_vector<float> d_out(poisoned<float>(segments));
+  thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
   cudaStream_t capturing, other;
   ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
@@ -298,7 +291,7 @@ TEST_F(segmented_device, streams_and_graphs) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
     // A direct call on another stream beside the replay, into its own output.
-    thrust::device_vector<float> d_direct(poisoned<float>(segments));
+    thrust::device_vector<float> d_direct(poisoned_vector<float>(segments));
     tally::segmented_reduce(tally::device.on(cudaStreamPerThread), d_v.begin(), d_offsets.begin(), d_offsets.end(),
                             d_direct.begin(), 0.0f, tally::plus<float>{});
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -367,34 +360,26 @@ TEST_F(segmented_device, fields_zips_and_transforms_per_segment) {
 // An operator that is not commutative (composition of affine maps modulo 2^64: exact, and any
 // change of order changes the answer) keeps each segment's left-to-right order, over every
 // size class and a segment of several tiles.
-struct affine {
-  std::uint64_t a, b;
-};
-struct then_apply {  // first `first`, then `second`
-  __host__ __device__ affine operator()(const affine& first, const affine& second) const {
-    return {first.a * second.a, first.b * second.a + second.b};
-  }
-};
 
 TEST_F(segmented_device, an_operator_that_is_not_commutative_keeps_each_segments_order) {
   seeded s(12);
   SCOPED_TRACE(s.trace());
   auto offsets = class_edge_offsets(s.rng, 40);
   offsets.push_back(offsets.back() + (under_sanitizer() ? 20000 : 600001));  // 293 tiles: two partials a folding thread
-  std::vector<affine> v(static_cast<std::size_t>(offsets.back()));
+  std::vector<affine_map> v(static_cast<std::size_t>(offsets.back()));
   std::uniform_int_distribution<std::uint64_t> any;
   for (auto& m : v) m = {any(s.rng) | 1u, any(s.rng)};
-  const thrust::device_vector<affine> d_v(v.begin(), v.end());
+  const thrust::device_vector<affine_map> d_v(v.begin(), v.end());
   const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
   const std::size_t segments = offsets.size() - 1;
-  thrust::device_vector<affine> d_out(segments, affine{0, 0});
-  const affine identity{1, 0};
+  thrust::device_vector<affine_map> d_out(segments, affine_map{0, 0});
+  const affine_map identity{1, 0};
   tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), identity,
-                          then_apply{});
-  const thrust::host_vector<affine> out = d_out;
+                          compose_affine{});
+  const thrust::host_vector<affine_map> out = d_out;
   for (std::size_t i = 0; i < segments; ++i) {
-    affine want = identity;
-    for (std::int64_t k = offsets[i]; k < offsets[i + 1]; ++k) want = then_apply{}(want, v[std::size_t(k)]);
+    affine_map want = identity;
+    for (std::int64_t k = offsets[i]; k < offsets[i + 1]; ++k) want = compose_affine{}(want, v[std::size_t(k)]);
     ASSERT_TRUE(out[i].a == want.a && out[i].b == want.b)
         << "segment " << i << " of " << (offsets[i + 1] - offsets[i]) << " maps";
   }

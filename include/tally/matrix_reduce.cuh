@@ -71,9 +71,6 @@ inline std::uint64_t check_matrix(std::int64_t rows, std::int64_t cols, std::int
   return (r - 1) * l + c;
 }
 
-template <class It>
-using matrix_value_t = iterator_value_t<It>;
-
 template <class Policy, class It, class OutIt, class T, class Op>
 OutIt reduce_rows_impl(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out,
                        T init, Op op, const char* algorithm) {
@@ -128,7 +125,7 @@ OutIt reduce_rows(const Policy& policy, It first, std::int64_t rows, std::int64_
 
 template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
 OutIt reduce_rows(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out) {
-  using T = detail::matrix_value_t<It>;
+  using T = detail::iterator_value_t<It>;
   return detail::reduce_rows_impl(policy, first, rows, cols, ld, out, T{}, plus<T>{}, "reduce_rows");
 }
 
@@ -141,7 +138,7 @@ OutIt reduce_columns(const Policy& policy, It first, std::int64_t rows, std::int
 template <class Policy, class It, class OutIt, detail::enable_if_policy_t<Policy> = 0>
 OutIt reduce_columns(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                      OutIt out) {
-  using T = detail::matrix_value_t<It>;
+  using T = detail::iterator_value_t<It>;
   return detail::reduce_columns_impl(policy, first, rows, cols, ld, out, T{}, plus<T>{}, "reduce_columns");
 }
 

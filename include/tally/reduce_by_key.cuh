@@ -148,10 +148,10 @@ std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_fi
         detail::device_reduce_by_key_call(p, keys_first, n, values_first, keys_out, values_out, key_equal, op,
                                           static_cast<unsigned long long*>(nullptr), slot.handoff(), device,
                                           algorithm);
+        // As Thrust's: the outputs are written when the call returns. The count has landed by then.
+        detail::check_cuda_call(cudaStreamSynchronize(p.stream()), "waiting for the reduction of the runs");
         unsigned long long count = 0;
         slot.take(p.stream(), &count, sizeof(count));
-        // As Thrust's: the outputs are written when the call returns.
-        detail::check_cuda_call(cudaStreamSynchronize(p.stream()), "waiting for the reduction of the runs");
         runs = count;
       }
     }

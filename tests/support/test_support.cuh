@@ -248,6 +248,26 @@ class two_device_test : public ::testing::Test {
   void TearDown() override { cudaSetDevice(0); }
 };
 
+// A host vector of n values poisoned with 0xA5 bytes, to copy into an output before a run.
+template <class T>
+std::vector<T> poisoned_vector(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(static_cast<void*>(v.data()), 0xA5, n * sizeof(T));
+  return v;
+}
+
+// An operator that is not commutative and exact: the composition of affine maps x -> a x + b
+// modulo 2^64, first `first`, then `second`. Any change of order changes the result, so a test
+// can check that an order-keeping reduction kept it.
+struct affine_map {
+  std::uint64_t a, b;
+};
+struct compose_affine {
+  __host__ __device__ affine_map operator()(const affine_map& first, const affine_map& second) const {
+    return {first.a * second.a, first.b * second.a + second.b};
+  }
+};
+
 // A device allocation filled from a host vector, placed `offset` elements past a
 // 256-byte boundary to test misaligned starts.
 template <class T>

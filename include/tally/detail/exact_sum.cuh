@@ -200,14 +200,12 @@ inline constexpr bool is_exact_plus_v = false;
 template <class T>
 inline constexpr bool is_exact_plus_v<exact_plus<T>> = true;
 
-// Whether Op is tally::fields of exact_plus operators only, one per field of Acc, each of the
-// field's type (fields_op says so by its exact_fields member).
+// Whether Op is tally::fields of exact_plus operators only (fields_op says so by its
+// exact_fields member); the host backend checks that they match init's fields.
 template <class Op, class = void>
 struct declares_exact_fields : std::false_type {};
 template <class Op>
 struct declares_exact_fields<Op, std::enable_if_t<Op::exact_fields>> : std::true_type {};
-template <class Op, class Acc>
-inline constexpr bool sums_fields_exactly_v = declares_exact_fields<Op>::value;
 
 // Whether every value of V is a value of T (so that converting it first keeps the sum exact).
 template <class V, class T>

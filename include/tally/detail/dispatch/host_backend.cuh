@@ -367,7 +367,7 @@ Acc reduce(It first, std::uint64_t n, Acc init, Op op, unsigned max_threads, int
     (void)op;
     (void)vector_width;
     return exact_sum<T>(first, n, init, max_threads);
-  } else if constexpr (sums_fields_exactly_v<Op, Acc>) {
+  } else if constexpr (declares_exact_fields<Op>::value) {
     (void)op;
     (void)vector_width;
     return exact_fields_sum<Op>(first, n, init, max_threads);

@@ -63,7 +63,7 @@ void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut
   const key_run_bounds<ValuesIt, Acc> bounds{starts, values};
   const segment_count_source runs_count{count.segments, runs, count.id_room};
   if constexpr (is_commutative_v<Op>) {
-    launch_commutative_segmented_in(lease.scratch(), segmented_at, shape, values, bounds, runs_count, 0, values_out,
+    launch_commutative_segmented_in(lease.scratch(), segmented_at, shape, values, bounds, runs_count, values_out,
                                     Acc{}, op, policy, device);
   } else {
     launch_ordered_segmented(values, bounds, runs_count, values_out, Acc{}, op, policy, device);

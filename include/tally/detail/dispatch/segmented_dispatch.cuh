@@ -38,6 +38,7 @@ struct segment_count_source {
 // The scratch of the commutative launches: the counts taken, the chain numbers, map and chains of
 // the split segments, then room for the ids.
 struct segmented_scratch_shape {
+  bool may_be_long = false;  // some segment may be longer than a warp reduces: the lists and later launches
   std::uint64_t split_max = 0;
   std::size_t taken_bytes = 0, starts_bytes = 0, map_bytes = 0, chain_bytes = 0, id_bytes = 0;
   std::size_t total() const { return taken_bytes + starts_bytes + map_bytes + chain_bytes + id_bytes; }
@@ -48,6 +49,7 @@ segmented_scratch_shape commutative_segmented_shape(const segment_count_source& 
   segmented_scratch_shape shape;
   const bool may_be_long = longest == 0 || longest > warp_segment_max<VW>;
   if (!may_be_long) return shape;
+  shape.may_be_long = true;
   shape.split_max = segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
   if (shape.split_max > count.id_room) shape.split_max = count.id_room;
   shape.taken_bytes = 64;
@@ -63,14 +65,14 @@ segmented_scratch_shape commutative_segmented_shape(const segment_count_source& 
 template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
 void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char* at,
                                      const segmented_scratch_shape& shape, It first, Bounds bounds,
-                                     const segment_count_source& count, std::uint64_t longest, OutIt out, Acc init,
-                                     Op op, const Policy& policy, int device) {
+                                     const segment_count_source& count, OutIt out, Acc init, Op op,
+                                     const Policy& policy, int device) {
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto long_ones = &long_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto split_ones = &split_segments_kernel<Acc, vw, Bounds, Op, OutIt>;
-  const bool may_be_long = longest == 0 || longest > warp_segment_max<vw>;
+  const bool may_be_long = shape.may_be_long;
   auto* control_bytes_of = reinterpret_cast<unsigned char*>(scratch.control);
   const auto carve = [&at](std::size_t bytes) {
     unsigned char* p = at;
@@ -142,7 +144,7 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
     scratch_lease lease(device, policy.stream(), shape.total(), false);
     launch_commutative_segmented_in(lease.scratch(), static_cast<unsigned char*>(lease.scratch().partials), shape,
-                                    first, bounds, count, longest, out, init, op, policy, device);
+                                    first, bounds, count, out, init, op, policy, device);
     lease.launched();
   } else {
     launch_ordered_segmented(first, bounds, count, out, init, op, policy, device);
