@@ -88,4 +88,18 @@ void launch_kernel(unsigned grid, unsigned threads, cudaStream_t stream, int dev
   check_cuda_call(cudaLaunchKernelEx(&config, Kernel, args...), "launching a kernel");
 }
 
+// Launches Kernel the ordinary way: it starts only once the stream's previous work has
+// finished. For a kernel that follows work tally did not launch (an NCCL collective), whose
+// kernels tally cannot vouch for: launched programmatically behind an NCCL all-reduce, the
+// fold of its output read stale words on one rank of two (bench_distributed, H200).
+template <auto Kernel, class... Args>
+void launch_kernel_in_order(unsigned grid, unsigned threads, cudaStream_t stream, const Args&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  check_cuda_call(cudaLaunchKernelEx(&config, Kernel, args...), "launching a kernel");
+}
+
 }  // namespace tally::detail

@@ -299,13 +299,13 @@ __device__ Acc ordered_reduce_fetched_full_tile(const Loader& load, const reduct
   return fold_warp_leaders(warp_acc, lane == 0, op);
 }
 
-// Reduces the tiles blockIdx.x, blockIdx.x + gridDim.x, ... and publishes their partials.
-// Full tiles of chunks that are staged take the prefetching path above; the rest (the last
-// tile when it is partial, and chunks wider than 16 bytes) the checked one.
-template <class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                                        partial_cell<Acc>* cells, unsigned int epoch,
-                                                        std::uint64_t first, std::uint64_t stride) {
+// Reduces the tiles first, first + stride, ... and hands each partial to take(tile, partial)
+// (every thread calls it; thread 0's partial is the tile's). Full tiles of chunks that are
+// staged take the prefetching path above; the rest (the last tile when it is partial, and
+// chunks wider than 16 bytes) the checked one.
+template <class Acc, int VW, class Loader, class Op, class Take>
+__device__ __forceinline__ void ordered_reduce_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                                     std::uint64_t first, std::uint64_t stride, Take take) {
   constexpr bool prefetch = ordered_stages_chunks<VW, Loader>;
   piece_chunks<VW, Loader> fetched;
   if constexpr (prefetch) {
@@ -322,8 +322,18 @@ __device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, cons
       }
     }
     if (!done) partial = ordered_reduce_tile<Acc, VW>(load, plan, tile, op);
-    if (threadIdx.x == 0) cells[tile].publish(partial, epoch);
+    take(tile, partial);
   }
+}
+
+// Reduces the tiles first, first + stride, ... and publishes their partials.
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ void ordered_reduce_my_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                                        partial_cell<Acc>* cells, unsigned int epoch,
+                                                        std::uint64_t first, std::uint64_t stride) {
+  ordered_reduce_tiles<Acc, VW>(load, plan, op, first, stride, [&](std::uint64_t tile, const Acc& partial) {
+    if (threadIdx.x == 0) cells[tile].publish(partial, epoch);
+  });
 }
 
 }  // namespace tally::detail
