@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -353,6 +355,14 @@ void check_faults(const rank_context& ctx) {
     EXPECT_NE(std::string(e.what()).find("tile boundary"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("rank "), std::string::npos) << e.what();
   }
+  // reduce_into cannot throw for what the combine finds: it leaves *out as it was.
+  if (uneven.offset != 0 || ctx.ranks > 1) {
+    device_value<float> out;
+    const float poison = out.read();
+    tally::reduce_into(off_tiles, uneven.mine.begin(), uneven.mine.end(), out.get());
+    TEST_CUDA(cudaStreamSynchronize(ctx.stream));
+    EXPECT_EQ(bits_of(out.read()), bits_of(poison)) << "reduce_into wrote a result the combine refused";
+  }
   // Rank 0 multiplies where the others add (the same accumulator size): every rank refuses.
   auto on_tiles = split_on_plan(ctx, values);
   const auto policy = ctx.policy().shard(on_tiles.offset, n);
@@ -376,6 +386,20 @@ void check_faults(const rank_context& ctx) {
     TEST_CUDA(cudaSetDevice((mine + 1) % devices));
     EXPECT_THROW((void)tally::reduce(ctx.policy(), uneven.mine.begin(), uneven.mine.end()), std::invalid_argument);
     TEST_CUDA(cudaSetDevice(mine));
+  }
+  // A stream of another device, likewise on every rank at once.
+  if (devices > 1) {
+    TEST_CUDA(cudaSetDevice((mine + 1) % devices));
+    cudaStream_t foreign = nullptr;
+    TEST_CUDA(cudaStreamCreateWithFlags(&foreign, cudaStreamNonBlocking));
+    TEST_CUDA(cudaSetDevice(mine));
+    try {
+      (void)tally::reduce(tally::nccl(ctx.comm).on(foreign), uneven.mine.begin(), uneven.mine.end());
+      ADD_FAILURE() << "a stream of another device was not refused";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("device"), std::string::npos) << e.what();
+    }
+    TEST_CUDA(cudaStreamDestroy(foreign));
   }
   TEST_CUDA(cudaGetLastError());
   // The context and the communicator still work.
@@ -449,6 +473,21 @@ class OnThreads : public ::testing::Test {
     auto& state = threaded();
     if (!state.failure.empty()) GTEST_SKIP() << "distributed test skipped: " << state.failure;
     const int ranks = int(state.comms.size());
+    // A rank stuck in a collective (a bug that left the ranks' calls mismatched) would hang
+    // every thread: the watchdog then ends the program with a failure instead of stalling the run.
+    std::mutex done_mutex;
+    std::condition_variable done_signal;
+    bool done = false;
+    std::thread watchdog([&] {
+      std::unique_lock<std::mutex> lock(done_mutex);
+      const auto limit = std::chrono::seconds(under_sanitizer() ? 900 : 300);
+      if (!done_signal.wait_for(lock, limit, [&] { return done; })) {
+        std::fprintf(stderr, "%s: the ranks did not finish in time (a hang); ending the program\n",
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    });
     std::vector<std::thread> threads;
     for (int r = 0; r < ranks; ++r) {
       threads.emplace_back([&, r] {
@@ -458,6 +497,12 @@ class OnThreads : public ::testing::Test {
       });
     }
     for (auto& t : threads) t.join();
+    {
+      std::lock_guard<std::mutex> lock(done_mutex);
+      done = true;
+    }
+    done_signal.notify_one();
+    watchdog.join();
     cudaSetDevice(0);
   }
 
@@ -590,6 +635,81 @@ TEST(ShardBounds, deal_out_the_plans_tiles_evenly_and_cover_the_range) {
   // Zips take their bases' plan.
   using zip = thrust::zip_iterator<thrust::tuple<float*, float*>>;
   EXPECT_EQ(tally::shard_bounds<zip>(1u << 24, 2)[1], tally::shard_bounds<float>(1u << 24, 2)[1]);
+}
+
+// Where each rank's contribution goes, computed on the host from its own arguments alone
+// (a float sum: vector width 4).
+tally::detail::shard_layout float_sum_layout(int rank, int ranks, bool shard, std::uint64_t offset,
+                                             std::uint64_t global, std::uint64_t n) {
+  return tally::detail::layout_shard_of<tally::plus<float>>(rank, ranks, shard, offset, global, n, 4);
+}
+
+TEST(ShardLayout, tiles_of_the_global_plan_or_a_slot_per_rank) {
+  const std::uint64_t global = (std::uint64_t(1) << 24) + 5;
+  const auto plan = tally::detail::make_plan(global, 4);
+  const auto bounds = tally::shard_bounds<float>(global, 3);
+  for (int r = 0; r < 3; ++r) {
+    const auto l = float_sum_layout(r, 3, true, bounds[r], global, bounds[r + 1] - bounds[r]);
+    EXPECT_TRUE(l.on_plan_tiles);
+    EXPECT_EQ(l.fault, tally::detail::shard_fault::none);
+    EXPECT_EQ(l.slot_count, plan.tiles);
+    EXPECT_EQ(l.first_slot, bounds[r] / plan.tile_items);
+    EXPECT_EQ(l.shard_plan.tile_items, plan.tile_items);
+    EXPECT_EQ(l.shard_plan.n, bounds[r + 1] - bounds[r]);
+    EXPECT_EQ(l.shard_plan.tiles, (bounds[r + 1] - bounds[r] + plan.tile_items - 1) / plan.tile_items);
+  }
+  // Off a tile boundary, at the start or the end; past the global end.
+  EXPECT_EQ(float_sum_layout(1, 2, true, plan.tile_items + 1, global, plan.tile_items).fault,
+            tally::detail::shard_fault::off_tile_boundary);
+  EXPECT_EQ(float_sum_layout(0, 2, true, 0, global, plan.tile_items + 3).fault,
+            tally::detail::shard_fault::off_tile_boundary);
+  EXPECT_EQ(float_sum_layout(1, 2, true, plan.tile_items, global, global).fault,
+            tally::detail::shard_fault::past_global_end);
+  EXPECT_EQ(float_sum_layout(1, 2, true, global + 1, global, 0).fault,
+            tally::detail::shard_fault::past_global_end);
+  // The last shard may end anywhere: at the global end.
+  EXPECT_EQ(float_sum_layout(1, 2, true, plan.tile_items, global, global - plan.tile_items).fault,
+            tally::detail::shard_fault::none);
+  // An empty shard anywhere is fine.
+  EXPECT_EQ(float_sum_layout(1, 2, true, 77, global, 0).fault, tally::detail::shard_fault::none);
+  // Without .shard(): a slot per rank, each shard its own plan.
+  const auto own = float_sum_layout(2, 4, false, 0, 0, 1000003);
+  EXPECT_FALSE(own.on_plan_tiles);
+  EXPECT_EQ(own.slot_count, 4u);
+  EXPECT_EQ(own.first_slot, 2u);
+  EXPECT_EQ(own.shard_plan.tiles, tally::detail::make_plan(1000003, 4).tiles);
+  // Order-free operators (the extrema) take a slot per rank even with .shard().
+  const auto extrema = tally::detail::layout_shard_of<tally::detail::keep_first_min<float, thrust::less<float>>>(
+      1, 2, true, 12345, global, 999, 4);
+  EXPECT_FALSE(extrema.on_plan_tiles);
+  EXPECT_EQ(extrema.slot_count, 2u);
+}
+
+TEST(ShardLayout, fault_text_names_the_rank_and_the_remedy) {
+  using namespace tally::detail;
+  const std::string off = shard_fault_text(shard_status::rank_fault | (unsigned(shard_fault::off_tile_boundary) << 20) | 3u);
+  EXPECT_NE(off.find("rank 3"), std::string::npos) << off;
+  EXPECT_NE(off.find("tally::shard_bounds"), std::string::npos) << off;
+  const std::string past = shard_fault_text(shard_status::rank_fault | (unsigned(shard_fault::past_global_end) << 20) | 1u);
+  EXPECT_NE(past.find("rank 1"), std::string::npos) << past;
+  EXPECT_NE(past.find("global size"), std::string::npos) << past;
+  const std::string differs = shard_fault_text(shard_status::signature_mismatch | 2u);
+  EXPECT_NE(differs.find("rank 2"), std::string::npos) << differs;
+  EXPECT_NE(differs.find("same call"), std::string::npos) << differs;
+  const std::string cover = shard_fault_text(shard_status::slot_not_once | 17u);
+  EXPECT_NE(cover.find("tile 17"), std::string::npos) << cover;
+}
+
+TEST(ShardLayout, signatures_tell_calls_apart) {
+  using namespace tally::detail;
+  const unsigned a = call_signature<float, tally::plus<float>, float>(16, true);
+  EXPECT_EQ(a, (call_signature<float, tally::plus<float>, float>(16, true)));
+  EXPECT_NE(a, (call_signature<float, tally::multiplies<float>, float>(16, true)));
+  EXPECT_NE(a, (call_signature<int, tally::plus<int>, int>(16, true)));
+  EXPECT_NE(a, (call_signature<float, tally::plus<float>, double>(16, true)));
+  EXPECT_NE(a, (call_signature<float, tally::plus<float>, float>(17, true)));
+  EXPECT_NE(a, (call_signature<float, tally::plus<float>, float>(16, false)));
+  EXPECT_NE(a, 0u);
 }
 
 TEST(NcclPolicy, a_null_communicator_is_refused) {

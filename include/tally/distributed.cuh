@@ -89,6 +89,56 @@ std::vector<std::uint64_t> shard_bounds(std::uint64_t global_size, int ranks) {
   return bounds;
 }
 
+namespace detail {
+
+// The algorithms' entry under an NCCL policy. The family's generic code (transform_reduce,
+// count, the logical algorithms) calls reduce_impl and reduce_into_impl unqualified, and finds
+// these by the policy's namespace.
+template <class Acc, class It, class Op>
+Acc reduce_impl(const nccl_policy& policy, It first, It last, Acc init, Op op) {
+  check_operator<Acc, Op, iterator_value_t<It>>();
+  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc>) {
+    return init;
+  } else {
+    static_assert(sizeof(checked_shard_result<Acc>) <= max_accumulator_bytes,
+                  "tally: a distributed reduce hands its value and a status word to the host: 252 bytes at most");
+    const char* algorithm = current_algorithm() ? current_algorithm() : "reduce";
+    algorithm_scope scope(algorithm);
+    const std::uint64_t n = checked_distance(first, last, algorithm);
+    const nccl_policy p = normalize_policy(policy);
+    if (p.has_shard() && p.global_size() == 0 && n == 0) return init;  // every rank knows: nothing to combine
+    const int device = current_device();
+    result_slot slot(device);
+    distributed_reduce(p, first, n, init, op, static_cast<checked_shard_result<Acc>*>(nullptr), slot.handoff(),
+                       algorithm);
+    checked_shard_result<Acc> result;
+    slot.take(p.stream(), &result, sizeof(result));
+    if (result.status != 0) throw_invalid_argument(algorithm, shard_fault_text(result.status));
+    return result.value;
+  }
+}
+
+template <class Acc, class It, class OutIt, class Op>
+void reduce_into_impl(const nccl_policy& policy, It first, It last, OutIt out, Acc init, Op op,
+                      const char* algorithm = "reduce_into") {
+  check_operator<Acc, Op, iterator_value_t<It>>();
+  static_assert(is_contiguous_v<OutIt>,
+                "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
+  if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt> && moves_as_bytes_v<Acc>) {
+    algorithm_scope scope(algorithm);
+    const std::uint64_t n = checked_distance(first, last, algorithm);
+    const nccl_policy p = normalize_policy(policy);
+    const int device = current_device();
+    const auto* const_out = raw_pointer(out);
+    using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
+    auto* out_ptr = const_cast<out_t*>(const_out);
+    check_device_accessible(out_ptr, properties(device), algorithm, "out");
+    distributed_reduce(p, first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), algorithm);
+  }
+}
+
+}  // namespace detail
+
 // ---- reduce and reduce_into ----
 
 template <class It, class T, class Op>

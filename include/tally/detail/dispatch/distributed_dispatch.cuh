@@ -19,7 +19,6 @@
 #include "tally/detail/plan.cuh"
 #include "tally/error.cuh"
 #include "tally/operator_traits.cuh"
-#include "tally/reduce.cuh"
 
 #include <nccl.h>
 
@@ -178,18 +177,17 @@ struct shard_layout {
 };
 
 template <class Op>
-shard_layout layout_shard(const nccl_policy& policy, std::uint64_t n, int vector_width) {
+shard_layout layout_shard_of(int rank, int ranks, bool has_shard, std::uint64_t offset, std::uint64_t global_size,
+                             std::uint64_t n, int vector_width) {
   constexpr std::uint64_t max_tiles = plan_max_tiles_for<Op>;
   shard_layout layout;
-  if (policy.has_shard() && !is_order_free<Op>::value) {
-    const reduction_plan global = make_plan(policy.global_size(), vector_width, max_tiles);
+  if (has_shard && !is_order_free<Op>::value) {
+    const reduction_plan global = make_plan(global_size, vector_width, max_tiles);
     layout.on_plan_tiles = true;
     layout.slot_count = global.tiles;
-    const std::uint64_t offset = policy.offset();
-    if (offset > policy.global_size() || n > policy.global_size() - offset) {
+    if (offset > global_size || n > global_size - offset) {
       layout.fault = shard_fault::past_global_end;
-    } else if (n > 0 && (offset % global.tile_items != 0 ||
-                         (offset + n != policy.global_size() && n % global.tile_items != 0))) {
+    } else if (n > 0 && (offset % global.tile_items != 0 || (offset + n != global_size && n % global.tile_items != 0))) {
       layout.fault = shard_fault::off_tile_boundary;
     } else {
       layout.shard_plan = global;
@@ -198,11 +196,17 @@ shard_layout layout_shard(const nccl_policy& policy, std::uint64_t n, int vector
       layout.first_slot = n > 0 ? offset / global.tile_items : 0;
     }
   } else {
-    layout.slot_count = std::uint64_t(policy.ranks());
+    layout.slot_count = std::uint64_t(ranks);
     layout.shard_plan = make_plan(n, vector_width, max_tiles);
-    layout.first_slot = std::uint64_t(policy.rank());
+    layout.first_slot = std::uint64_t(rank);
   }
   return layout;
+}
+
+template <class Op>
+shard_layout layout_shard(const nccl_policy& policy, std::uint64_t n, int vector_width) {
+  return layout_shard_of<Op>(policy.rank(), policy.ranks(), policy.has_shard(), policy.offset(), policy.global_size(),
+                             n, vector_width);
 }
 
 inline std::size_t round_up_16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
@@ -300,49 +304,6 @@ inline std::string shard_fault_text(unsigned int status) {
   }
   return "a tile of the global range is held by no rank or by two (tile " + std::to_string(status & 0xffffffu) +
          "); the shards given in .shard() must cover the range exactly once";
-}
-
-template <class Acc, class It, class Op>
-Acc reduce_impl(const nccl_policy& policy, It first, It last, Acc init, Op op) {
-  check_operator<Acc, Op, iterator_value_t<It>>();
-  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc>) {
-    return init;
-  } else {
-    static_assert(sizeof(checked_shard_result<Acc>) <= max_accumulator_bytes,
-                  "tally: a distributed reduce hands its value and a status word to the host: 252 bytes at most");
-    const char* algorithm = current_algorithm() ? current_algorithm() : "reduce";
-    algorithm_scope scope(algorithm);
-    const std::uint64_t n = checked_distance(first, last, algorithm);
-    const nccl_policy p = normalize_policy(policy);
-    if (p.has_shard() && p.global_size() == 0 && n == 0) return init;  // every rank knows: nothing to combine
-    const int device = current_device();
-    result_slot slot(device);
-    distributed_reduce(p, first, n, init, op, static_cast<checked_shard_result<Acc>*>(nullptr), slot.handoff(),
-                       algorithm);
-    checked_shard_result<Acc> result;
-    slot.take(p.stream(), &result, sizeof(result));
-    if (result.status != 0) throw_invalid_argument(algorithm, shard_fault_text(result.status));
-    return result.value;
-  }
-}
-
-template <class Acc, class It, class OutIt, class Op>
-void reduce_into_impl(const nccl_policy& policy, It first, It last, OutIt out, Acc init, Op op,
-                      const char* algorithm = "reduce_into") {
-  check_operator<Acc, Op, iterator_value_t<It>>();
-  static_assert(is_contiguous_v<OutIt>,
-                "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
-  if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt> && moves_as_bytes_v<Acc>) {
-    algorithm_scope scope(algorithm);
-    const std::uint64_t n = checked_distance(first, last, algorithm);
-    const nccl_policy p = normalize_policy(policy);
-    const int device = current_device();
-    const auto* const_out = raw_pointer(out);
-    using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
-    auto* out_ptr = const_cast<out_t*>(const_out);
-    check_device_accessible(out_ptr, properties(device), algorithm, "out");
-    distributed_reduce(p, first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), algorithm);
-  }
 }
 
 }  // namespace detail
