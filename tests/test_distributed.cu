@@ -34,7 +34,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -376,6 +375,21 @@ void check_faults(const rank_context& ctx) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("rank "), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("same call"), std::string::npos) << e.what();
+  }
+  // An NCCL call that fails (injected on every rank, so no rank waits in a collective): a
+  // tally::nccl_error naming the rank and NCCL's error, and the next call works.
+  tally::detail::inject_nccl_failures(1);
+  try {
+    (void)tally::reduce(policy, on_tiles.mine.begin(), on_tiles.mine.end());
+    ADD_FAILURE() << "an injected NCCL failure did not throw";
+  } catch (const tally::nccl_error& e) {
+    EXPECT_EQ(e.code(), ncclInternalError);
+    EXPECT_EQ(e.rank(), ctx.rank);
+    const std::string text = e.what();
+    EXPECT_NE(text.find("tally::reduce (rank " + std::to_string(ctx.rank) + ")"), std::string::npos) << text;
+    EXPECT_NE(text.find("ncclAllReduce"), std::string::npos) << text;
+    EXPECT_NE(text.find(ncclGetErrorString(ncclInternalError)), std::string::npos) << text;
+    EXPECT_NE(text.find("ncclCommAbort"), std::string::npos) << text;
   }
   // The communicator of another device, on every rank at once (no collective is reached).
   int devices = 0;

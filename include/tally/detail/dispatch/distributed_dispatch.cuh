@@ -22,6 +22,7 @@
 
 #include <nccl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -114,6 +115,21 @@ void check_base(const nccl_policy&, It first, std::uint64_t n, const char* algor
   if constexpr (is_contiguous_v<It>) {
     if (n > 0) check_device_accessible(raw_pointer(first), properties(current_device()), algorithm, what);
   }
+}
+
+// Test hook: the next `count` collectives tally would enqueue in this process (on any rank or
+// thread) fail with ncclInternalError instead, without calling NCCL. Counts add up, so that each
+// rank's thread may add its own before its call. Not for use outside tests: it is process-wide.
+inline std::atomic<int>& injected_nccl_failures() {
+  static std::atomic<int> count{0};
+  return count;
+}
+inline void inject_nccl_failures(int count) { injected_nccl_failures().fetch_add(count); }
+inline bool take_injected_nccl_failure() {
+  int left = injected_nccl_failures().load();
+  while (left > 0 && !injected_nccl_failures().compare_exchange_weak(left, left - 1)) {
+  }
+  return left > 0;
 }
 
 // What the launch below needs from the call: device_reduce passes it where a device policy
@@ -274,9 +290,11 @@ void distributed_reduce(const nccl_policy& policy, It first, std::uint64_t n, Ac
     launch_kernel<stamp_shard_buffer_kernel<>>(unsigned(blocks < 64 ? (blocks > 0 ? blocks : 1) : 64), block_threads,
                                               policy.stream(), device, stamp);
   }
-  nccl_policy::check_nccl(ncclAllReduce(base, base, std::size_t(words), ncclUint32, ncclSum, policy.communicator(),
-                                        policy.stream()),
-                          "ncclAllReduce", algorithm, policy.rank());
+  const ncclResult_t summed = take_injected_nccl_failure()
+                                 ? ncclInternalError
+                                 : ncclAllReduce(base, base, std::size_t(words), ncclUint32, ncclSum,
+                                                 policy.communicator(), policy.stream());
+  nccl_policy::check_nccl(summed, "ncclAllReduce", algorithm, policy.rank());
   const shard_header_view header{signature, fault, ranks, my_signature, layout.on_plan_tiles};
   launch_kernel_in_order<fold_shard_slots_kernel<Acc, Op, Out, ordered>>(1, block_threads, policy.stream(), slots,
                                                                          layout.slot_count, header, init, op, out,
