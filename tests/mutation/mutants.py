@@ -32,6 +32,11 @@ HUGE_RANGES = ["test_huge_ranges"]
 ORDERED_DEVICE = ["test_operators"]
 ORDERED_FOLD = "include/tally/detail/tile/ordered_fold.cuh"
 ATOMIC_KERNELS = "include/tally/detail/kernels/atomic_kernels.cuh"
+# The combine of reductions over several GPUs (tally::tally_nccl): caught by test_distributed on
+# a machine with two GPUs (kind two_devices).
+SHARD_KERNELS = "include/tally/detail/kernels/shard_kernels.cuh"
+DISTRIBUTED_DISPATCH = "include/tally/detail/dispatch/distributed_dispatch.cuh"
+DISTRIBUTED = ["test_distributed"]
 
 MUTANTS = [
     # ---- host ----------------------------------------------------------------------------
@@ -182,4 +187,35 @@ MUTANTS = [
          old="""    acc = tally::warp::reduce(acc, valid, op);
     if (threadIdx.x % warp_threads == 0) {""",
          new="""    if (threadIdx.x % warp_threads == 0) {"""),
+    # ---- two devices: the combine of tally::tally_nccl ------------------------------------
+    dict(id="N01", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
+         defect="the fold of the ranks' slots skips the last slot",
+         old="""    for (std::uint64_t k = threadIdx.x; k < count; k += block_threads) {
+      if (slots[k].filled != 1) continue;""",
+         new="""    for (std::uint64_t k = threadIdx.x; k + 1 < count; k += block_threads) {
+      if (slots[k].filled != 1) continue;"""),
+    dict(id="N02", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
+         defect="a rank leaves the other ranks' words after its own unzeroed",
+         old="      if (w < keep_begin || w >= keep_end) words[w] = 0;",
+         new="      if (w < keep_begin) words[w] = 0;"),
+    dict(id="N03", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
+         defect="the fold no longer compares the ranks' call signatures",
+         old="    if (header.signature[r] != header.my_signature) return",
+         new="    if (false) return"),
+    dict(id="N04", kind="two_devices", file=DISTRIBUTED_DISPATCH, tests=DISTRIBUTED,
+         defect="a rank's tile partials go one slot too far",
+         old="      layout.first_slot = n > 0 ? offset / global.tile_items : 0;",
+         new="      layout.first_slot = n > 0 ? offset / global.tile_items + (offset > 0) : 0;"),
+    dict(id="N05", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
+         defect="the fold after the collective applies init twice",
+         old="  const Acc result = valid ? static_cast<Acc>(op(init, total)) : init;",
+         new="  const Acc result = valid ? static_cast<Acc>(op(init, static_cast<Acc>(op(init, total)))) : init;"),
+    dict(id="N06", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
+         defect="the ordered fold of the slots takes each slot's operands swapped",
+         old="""    for (std::uint64_t k = from; k < to; ++k) {
+      if (slots[k].filled != 1) continue;
+      acc = valid ? static_cast<Acc>(op(acc, slots[k].value)) : slots[k].value;""",
+         new="""    for (std::uint64_t k = from; k < to; ++k) {
+      if (slots[k].filled != 1) continue;
+      acc = valid ? static_cast<Acc>(op(slots[k].value, acc)) : slots[k].value;"""),
 ]
