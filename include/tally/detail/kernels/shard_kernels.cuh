@@ -40,12 +40,13 @@ enum class shard_fault : unsigned int {
   past_global_end = 2,    // offset + n exceeds the global size the rank was given
 };
 
-// What the final fold found wrong, packed in one word: the fault's kind in the high byte, the
-// first rank it concerns in the low 24 bits. 0: nothing.
+// What the final fold found wrong, packed in one word: the kind in the high byte; below it the
+// first rank concerned (low 20 bits, and for rank_fault that rank's shard_fault in bits 20-23),
+// or for slot_not_once the first such tile (low 24 bits). 0: nothing.
 namespace shard_status {
 inline constexpr unsigned int signature_mismatch = 1u << 24;  // ranks called with different types, operators or sizes
 inline constexpr unsigned int slot_not_once = 2u << 24;       // a tile covered by no rank or by two
-inline constexpr unsigned int rank_fault = 3u << 24;          // a rank's own fault word, shifted by 4
+inline constexpr unsigned int rank_fault = 3u << 24;          // a rank's own fault word
 }  // namespace shard_status
 
 struct shard_header_view {
