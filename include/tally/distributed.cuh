@@ -15,10 +15,10 @@
 // The bits:
 //   - shards on the global plan's tile boundaries (tally::shard_bounds), each rank giving
 //     .shard(offset, global_size): those of single-GPU tally::reduce over the whole range;
-//   - any other split, or no .shard(): each rank's shard reduced as tally::reduce reduces it
-//     alone (without init), and those R results folded in rank order by the plan's fold of R
+//   - without .shard(), whatever the split: each rank's shard reduced as tally::reduce reduces
+//     it alone (without init), and those R results folded in rank order by the plan's fold of R
 //     partials, then op(init, that). The same on every rank and in every run, but dependent
-//     on the split.
+//     on the split. (A .shard() off the plan's tiles is refused on every rank.)
 // Every rank makes the same call (same types, operator, init and global size), as for any
 // NCCL collective; a rank whose call differs in a way the fold can see makes every rank
 // throw std::invalid_argument naming it. reduce_into does not wait, so it cannot throw for

@@ -7,7 +7,7 @@
 //   shards on the global plan's tile boundaries   a slot per tile of the global plan; the
 //       ranks' tile partials are those tally::reduce computes over the whole range, and the
 //       fold is its fold, so every rank gets tally::reduce's bits for the whole range
-//   any other split (or no .shard() given)       a slot per rank: rank r's shard reduced by
+//   no .shard() given (any split)                a slot per rank: rank r's shard reduced by
 //       its own plan without init; the slots folded in rank order by the plan's fold
 //
 // Operators whose answer does not depend on the order (the extrema) take a slot per rank

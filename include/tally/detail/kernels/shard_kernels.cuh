@@ -9,7 +9,7 @@
 //   the buffer   slots[slot_count] of shard_slot<Acc>, then the header: signature[ranks]
 //                and fault[ranks], one word each per rank
 //   a slot       one tile partial of the global plan (shards on the plan's tile
-//                boundaries), or one rank's whole shard (any other split); `filled` counts
+//                boundaries), or one rank's whole shard (without .shard()); `filled` counts
 //                the ranks that wrote it, so a slot written twice or never is seen
 
 #include "tally/block/reduce.cuh"
