@@ -56,6 +56,27 @@ std::vector<int> keys_in_runs(std::mt19937_64& rng, std::size_t extra_random, st
   return keys;
 }
 
+// Float values under keys_in_runs(rng, 100) keys, the host backend's sums by key (the bits the
+// device must give), and keys and values on the device: the case of the stream, graph and thread
+// tests.
+struct float_runs_case {
+  std::vector<std::size_t> lengths;
+  std::vector<int> keys;
+  std::vector<float> values;
+  std::size_t n = 0, runs = 0;
+  std::vector<int> want_keys;
+  std::vector<float> want;
+  thrust::device_vector<int> d_keys;
+  thrust::device_vector<float> d_values;
+
+  explicit float_runs_case(std::mt19937_64& rng)
+      : keys(keys_in_runs(rng, 100, lengths)), values(random_values<float>(keys.size(), rng)), n(keys.size()),
+        runs(lengths.size()), want_keys(runs), want(runs), d_keys(keys.begin(), keys.end()),
+        d_values(values.begin(), values.end()) {
+    tally::reduce_by_key(tally::host, keys.begin(), keys.end(), values.begin(), want_keys.begin(), want.begin());
+  }
+};
+
 template <class T>
 void check_runs(std::uint64_t salt, std::size_t extra_random) {
   seeded s(salt);
@@ -213,15 +234,12 @@ TEST_F(reduce_by_key_device, other_key_comparisons_and_operators) {
 TEST_F(reduce_by_key_device, into_streams_and_graphs) {
   seeded s(27);
   SCOPED_TRACE(s.trace());
-  std::vector<std::size_t> lengths;
-  const auto keys = keys_in_runs(s.rng, 100, lengths);
-  const auto values = random_values<float>(keys.size(), s.rng);
-  const std::size_t n = keys.size(), runs = lengths.size();
-  std::vector<int> want_keys(runs);
-  std::vector<float> want(runs);
-  tally::reduce_by_key(tally::host, keys.begin(), keys.end(), values.begin(), want_keys.begin(), want.begin());
-  const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
-  const thrust::device_vector<float> d_values(values.begin(), values.end());
+  const float_runs_case c(s.rng);
+  const std::size_t n = c.n, runs = c.runs;
+  const auto& want_keys = c.want_keys;
+  const auto& want = c.want;
+  const auto& d_keys = c.d_keys;
+  const auto& d_values = c.d_values;
   thrust::device_vector<int> d_keys_out(poisoned_vector<int>(n));
   thrust::device_vector<float> d_out(poisoned_vector<float>(n));
   thrust::device_vector<unsigned int> d_count(1, 12345u);
@@ -341,15 +359,12 @@ TEST_F(reduce_by_key_device, zip_values_per_run) {
 TEST_F(reduce_by_key_device, concurrent_calls_on_one_stream_and_on_many) {
   seeded s(29);
   SCOPED_TRACE(s.trace());
-  std::vector<std::size_t> lengths;
-  const auto keys = keys_in_runs(s.rng, 100, lengths);
-  const auto values = random_values<float>(keys.size(), s.rng);
-  const std::size_t n = keys.size(), runs = lengths.size();
-  std::vector<int> want_keys(runs);
-  std::vector<float> want(runs);
-  tally::reduce_by_key(tally::host, keys.begin(), keys.end(), values.begin(), want_keys.begin(), want.begin());
-  const thrust::device_vector<int> d_keys(keys.begin(), keys.end());
-  const thrust::device_vector<float> d_values(values.begin(), values.end());
+  const float_runs_case c(s.rng);
+  const std::size_t n = c.n, runs = c.runs;
+  const auto& want_keys = c.want_keys;
+  const auto& want = c.want;
+  const auto& d_keys = c.d_keys;
+  const auto& d_values = c.d_values;
   const int rounds = under_sanitizer() ? 2 : 10;
   std::vector<std::string> failures(8);
   std::vector<std::thread> workers;

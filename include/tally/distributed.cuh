@@ -110,7 +110,7 @@ Acc reduce_impl(const nccl_policy& policy, It first, It last, Acc init, Op op) {
     const int device = current_device();
     result_slot slot(device);
     distributed_reduce(p, first, n, init, op, static_cast<checked_shard_result<Acc>*>(nullptr), slot.handoff(),
-                       algorithm);
+                       device, algorithm);
     checked_shard_result<Acc> result;
     slot.take(p.stream(), &result, sizeof(result));
     if (result.status != 0) throw_invalid_argument(algorithm, shard_fault_text(result.status));
@@ -133,7 +133,7 @@ void reduce_into_impl(const nccl_policy& policy, It first, It last, OutIt out, A
     using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
     auto* out_ptr = const_cast<out_t*>(const_out);
     check_device_accessible(out_ptr, properties(device), algorithm, "out");
-    distributed_reduce(p, first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), algorithm);
+    distributed_reduce(p, first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), device, algorithm);
   }
 }
 
@@ -171,24 +171,15 @@ void reduce_into(const nccl_policy& policy, It first, It last, OutIt out) {
 
 namespace detail {
 
-// The candidates of a shard indexed from the policy's offset, so the winner's position is
-// global. The answer of an order-free operator does not depend on how the range is split.
+// The candidates of a shard, their positions the whole range's (reduce_candidates, first_index).
 template <template <class, class> class Read, class It, class Candidate, class Keep>
 Candidate reduce_shard_candidates(const nccl_policy& policy, It first, It last, Candidate none, Keep keep,
                                   const char* algorithm) {
   algorithm_scope scope(algorithm);
-  const std::uint64_t n = checked_distance(first, last, algorithm);
-  check_base(policy, first, n, algorithm);
-  const std::int64_t offset = policy.has_shard() ? std::int64_t(policy.offset()) : 0;
   if (!policy.has_shard() && policy.ranks() > 1)
     throw_invalid_argument(algorithm, "a global position needs each rank's offset; pass it with .shard(offset, global_size)");
-  // Element i of the global range is first[i - offset]: the reader's base is moved back by
-  // the offset (only ever indexed at offset and beyond).
-  auto base = element_source(policy, first) - static_cast<std::ptrdiff_t>(offset);
-  using reader = Read<decltype(base), iterator_value_t<It>>;
-  const thrust::counting_iterator<std::int64_t> indices(offset);
-  return transform_reduce_impl(policy, indices, indices + static_cast<std::ptrdiff_t>(n), reader{base}, none, keep,
-                               algorithm);
+  const std::int64_t offset = policy.has_shard() ? std::int64_t(policy.offset()) : 0;
+  return reduce_candidates<Read>(policy, first, last, none, keep, algorithm, offset, false);
 }
 
 }  // namespace detail

@@ -203,17 +203,24 @@ auto element_source(const Policy&, It first) {
 
 // One pass over [first, last): Read makes each element a candidate, Keep folds them.
 // Returns `none` for an empty range. The checks that tally::reduce makes on a contiguous
-// input run here, since the reduction sees only a view over the indices.
+// input run here, since the reduction sees only a view over the indices. Positions count from
+// first_index: a shard of a range split across GPUs (<tally/distributed.cuh>) passes its
+// offset, so that the positions are the whole range's; its reader's base is then moved back by
+// as much, and is only ever indexed from first_index on. A shard that is empty still takes
+// part in the collective, so it is not answered here.
 template <template <class, class> class Read, class Policy, class It, class Candidate, class Keep>
-Candidate reduce_candidates(const Policy& policy, It first, It last, Candidate none, Keep keep,
-                            const char* algorithm) {
+Candidate reduce_candidates(const Policy& policy, It first, It last, Candidate none, Keep keep, const char* algorithm,
+                            std::int64_t first_index = 0, bool empty_returns_none = true) {
   const auto p = normalize_policy(policy);
   const std::uint64_t n = checked_distance(first, last, algorithm);
-  if (n == 0) return none;
+  if (n == 0 && empty_returns_none) return none;
   check_base(p, first, n, algorithm);
-  using reader = Read<decltype(element_source(p, first)), iterator_value_t<It>>;
-  const thrust::counting_iterator<std::int64_t> indices(0), indices_end(static_cast<std::int64_t>(n));
-  return transform_reduce_impl(p, indices, indices_end, reader{element_source(p, first)}, none, keep, algorithm);
+  auto base = element_source(p, first);
+  if (first_index != 0) base -= static_cast<std::ptrdiff_t>(first_index);
+  using reader = Read<decltype(base), iterator_value_t<It>>;
+  const thrust::counting_iterator<std::int64_t> indices(first_index);
+  return transform_reduce_impl(p, indices, indices + static_cast<std::ptrdiff_t>(n), reader{base}, none, keep,
+                               algorithm);
 }
 
 // What min_element_into and max_element_into write: the candidate's index, or 0 (last -

@@ -229,12 +229,12 @@ inline std::size_t round_up_16(std::size_t bytes) { return (bytes + 15) / 16 * 1
 
 // The whole call on the policy's stream: stamp the buffer, reduce the shard, sum the
 // buffers, fold. Out is the output's element type (reduce_into), or checked_shard_result<Acc>
-// with a handoff (reduce). n may be 0: the rank still takes part in the collective.
+// with a handoff (reduce). n may be 0: the rank still takes part in the collective. device is
+// the current device, which the caller has asked already.
 template <class Acc, class It, class Op, class Out>
 void distributed_reduce(const nccl_policy& policy, It first, std::uint64_t n, Acc init, Op op, Out* out,
-                        host_handoff* handoff, const char* algorithm) {
+                        host_handoff* handoff, int device, const char* algorithm) {
   static_assert(moves_as_bytes_v<Acc>, "tally: a distributed reduction moves init's type as bytes");
-  const int device = current_device();
   if (policy.device() != device)
     throw_invalid_argument(algorithm, "rank " + std::to_string(policy.rank()) + "'s communicator belongs to device " +
                                           std::to_string(policy.device()) + " but the current device is " +
