@@ -406,6 +406,10 @@ std::string remedy_for(cudaError_t code) {
       return "the call met a stream capture it cannot take part in (legacy-stream work during a capture, or a "
              "capture already invalidated); capture on a stream created by the application, and see "
              "docs/lifecycle.md";
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidDeviceFunction:
+      return "the program or the tally library holds no code for this GPU; build both with CUDA architectures that "
+             "include it (CMAKE_CUDA_ARCHITECTURES, or nvcc -arch)";
     case cudaErrorNoDevice:
     case cudaErrorInvalidDevice:
       return "check that a CUDA device is present and that cudaSetDevice named one";

@@ -3,6 +3,7 @@
 
 #include "tally/detail/exact_sum.cuh"
 #include "tally/detail/dispatch/launch.cuh"
+#include "tally/detail/dispatch/prebuilt_sums.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
 #include "tally/detail/kernels/atomic_kernels.cuh"
 #include "tally/detail/kernels/ordered_kernels.cuh"
@@ -268,10 +269,12 @@ void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* o
 }
 
 // Reduces [first, first + n) on the device into *out (device-writable memory), or when
-// handoff is not null into its words for the host instead (runtime.cuh). n > 0.
+// handoff is not null into its words for the host instead (runtime.cuh). n > 0. The kernels
+// are instantiated here, in the caller's translation unit; device_reduce below runs the
+// library's copy instead where it holds one (prebuilt_sums.cuh).
 template <class Acc, class It, class Op, class Out, class Policy>
-void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
-                   const Policy& policy, int device, const char* algorithm) {
+void device_reduce_instantiated(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
+                                const Policy& policy, int device, const char* algorithm) {
   static_assert(!is_exact_plus_v<Op> && !declares_exact_fields<Op>::value,
                 "tally::exact_plus: the device backend of exact sums is not built yet (issue 37); pass tally::host");
   using V = iterator_value_t<It>;
@@ -352,6 +355,23 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
         vw > 1 && (transform_view<It>::single || transform_view<It>::indexed || transform_view<It>::paired);
     launch_reduce<Acc, vw, fallback>(iterator_loader<It, V, vw>{first}, n, init, op, out, handoff, policy, device,
                                      algorithm);
+  }
+}
+
+// device_reduce_instantiated's contract. A sum the library compiled (prebuilt_sums.cuh) runs
+// there, and this call site compiles no kernel for it.
+template <class Acc, class It, class Op, class Out, class Policy>
+void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
+                   const Policy& policy, int device, const char* algorithm) {
+  if constexpr (is_contiguous_v<It>) {
+    using elem = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(first))>>;
+    if constexpr (runs_prebuilt_sum_v<elem, Acc, Op, Out, Policy>) {
+      run_prebuilt_sum(raw_pointer(first), n, init, out, handoff, policy, device, algorithm);
+    } else {
+      device_reduce_instantiated(first, n, init, op, out, handoff, policy, device, algorithm);
+    }
+  } else {
+    device_reduce_instantiated(first, n, init, op, out, handoff, policy, device, algorithm);
   }
 }
 
