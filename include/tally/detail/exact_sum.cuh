@@ -15,7 +15,8 @@
 // infinity of its sign. Subnormals are exact. An exact sum of 0 is -0 only when every term was
 // -0 (as IEEE addition gives), else +0.
 
-#include <cmath>
+#include "tally/detail/plan.cuh"  // TALLY_HOST_DEVICE
+
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -42,6 +43,91 @@ struct exact_format<double> {
   static constexpr int exponent_bits = 11;
   static constexpr int digits = 68;  // 2176 bits: 2098 for the values, the rest headroom
 };
+
+// The special values an exact sum has met, besides its finite terms.
+struct exact_specials {
+  bool nan = false;
+  bool plus_infinity = false;
+  bool minus_infinity = false;
+  bool only_negative_zeros = true;  // every term so far was -0 (none: true)
+};
+
+// Brings each base-2^32 digit of d back to [0, 2^32), its carry (a floor division, so that a
+// negative digit borrows) moved to the next; the last digit keeps the sign.
+TALLY_HOST_DEVICE inline void normalize_exact_digits(std::int64_t* d, int digits) {
+  for (int k = 0; k + 1 < digits; ++k) {
+    const std::int64_t carry = d[k] >> 32;  // arithmetic: the floor of d[k] / 2^32
+    d[k] -= carry * (std::int64_t(1) << 32);
+    d[k + 1] += carry;
+  }
+}
+
+template <class T, class Bits>
+TALLY_HOST_DEVICE T value_of_bits(Bits bits) {
+  static_assert(sizeof(T) == sizeof(Bits));
+  T value;
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+// The exact sum of the fixed-point integer d (base-2^32 digits whose unit is T's smallest
+// subnormal; d is normalized here, in place) and the special values, rounded once to nearest
+// with ties to even. The host accumulator and the device's exact sums both end here.
+template <class T>
+TALLY_HOST_DEVICE T round_exact_sum(std::int64_t* d, const exact_specials& specials) {
+  using format = exact_format<T>;
+  using bits_t = typename format::bits_t;
+  constexpr int total_bits = int(sizeof(T) * 8);
+  constexpr int fraction_bits = format::precision - 1;
+  constexpr bits_t sign_bit = bits_t(1) << (total_bits - 1);
+  constexpr bits_t infinity_bits = ((bits_t(1) << format::exponent_bits) - 1) << fraction_bits;
+  constexpr bits_t quiet_nan_bits = infinity_bits | (bits_t(1) << (fraction_bits - 1));
+  if (specials.nan || (specials.plus_infinity && specials.minus_infinity)) return value_of_bits<T>(quiet_nan_bits);
+  if (specials.plus_infinity) return value_of_bits<T>(infinity_bits);
+  if (specials.minus_infinity) return value_of_bits<T>(bits_t(infinity_bits | sign_bit));
+  normalize_exact_digits(d, format::digits);
+  const bool negative = d[format::digits - 1] < 0;
+  if (negative) {
+    for (int k = 0; k < format::digits; ++k) d[k] = -d[k];
+    normalize_exact_digits(d, format::digits);
+  }
+  int top = format::digits - 1;
+  while (top >= 0 && d[top] == 0) --top;
+  if (top < 0) return value_of_bits<T>(specials.only_negative_zeros ? sign_bit : bits_t(0));
+  int top_bit = 63;
+  while ((std::uint64_t(d[top]) >> top_bit) == 0) --top_bit;
+  const int msb = top * 32 + top_bit;
+  const auto bit = [d](int i) { return i >= 0 && ((std::uint64_t(d[i / 32]) >> (i % 32)) & 1u) != 0; };
+  std::uint64_t significand = 0;
+  int shift = 0;  // the value is significand * 2^(quantum_exponent + shift)
+  if (msb < format::precision) {
+    // Within T's precision at the subnormal quantum: exact.
+    for (int i = msb; i >= 0; --i) significand = (significand << 1) | std::uint64_t(bit(i));
+  } else {
+    shift = msb - (format::precision - 1);
+    for (int i = msb; i >= shift; --i) significand = (significand << 1) | std::uint64_t(bit(i));
+    const bool guard = bit(shift - 1);
+    bool sticky = false;
+    for (int i = shift - 2; i >= 0 && !sticky; --i) {
+      if (i % 32 == 31 && d[i / 32] == 0) {  // a whole zero word below
+        i -= 31;
+        continue;
+      }
+      sticky = bit(i);
+    }
+    if (guard && (sticky || (significand & 1u) != 0)) ++significand;  // ties to even
+    if (significand == (std::uint64_t(1) << format::precision)) {  // rounded up to the next power of two
+      significand >>= 1;
+      ++shift;
+    }
+  }
+  // significand * 2^(quantum_exponent + shift) with significand < 2^precision: T's bits are the
+  // significand (its leading bit, where it has one, lands in the exponent field as +1) plus
+  // shift in the exponent field; from the infinity's pattern up the sum overflowed.
+  const std::uint64_t magnitude = (std::uint64_t(shift) << fraction_bits) + significand;
+  const bits_t bits = magnitude >= std::uint64_t(infinity_bits) ? infinity_bits : bits_t(magnitude);
+  return value_of_bits<T>(negative ? bits_t(bits | sign_bit) : bits);
+}
 
 }  // namespace detail
 
@@ -109,60 +195,15 @@ class exact_accumulator {
 
   // The exact sum, rounded once to nearest with ties to even (see the header for special values).
   T value() const {
-    if (nan_ || (plus_infinity_ && minus_infinity_)) return std::numeric_limits<T>::quiet_NaN();
-    if (plus_infinity_) return std::numeric_limits<T>::infinity();
-    if (minus_infinity_) return -std::numeric_limits<T>::infinity();
-    exact_accumulator magnitude = *this;
-    magnitude.normalize();
-    const bool negative = magnitude.digits_[format::digits - 1] < 0;
-    if (negative) {
-      for (int k = 0; k < format::digits; ++k) magnitude.digits_[k] = -magnitude.digits_[k];
-      magnitude.normalize();
-    }
-    const std::int64_t* d = magnitude.digits_;
-    int top = format::digits - 1;
-    while (top >= 0 && d[top] == 0) --top;
-    if (top < 0) return only_negative_zeros_ ? -T(0) : T(0);
-    const int msb = top * 32 + (63 - __builtin_clzll(std::uint64_t(d[top])));
-    const auto bit = [d](int i) { return i >= 0 && ((std::uint64_t(d[i / 32]) >> (i % 32)) & 1u) != 0; };
-    std::uint64_t significand = 0;
-    int exponent = format::quantum_exponent;
-    if (msb < format::precision) {
-      // Within T's precision at the subnormal quantum: exact.
-      for (int i = msb; i >= 0; --i) significand = (significand << 1) | std::uint64_t(bit(i));
-    } else {
-      const int shift = msb - (format::precision - 1);
-      for (int i = msb; i >= shift; --i) significand = (significand << 1) | std::uint64_t(bit(i));
-      const bool guard = bit(shift - 1);
-      bool sticky = false;
-      for (int i = shift - 2; i >= 0 && !sticky; --i) {
-        if (i % 32 == 31 && d[i / 32] == 0) {  // a whole zero word below
-          i -= 31;
-          continue;
-        }
-        sticky = bit(i);
-      }
-      if (guard && (sticky || (significand & 1u) != 0)) ++significand;  // ties to even
-      exponent += shift;
-      if (significand == (std::uint64_t(1) << format::precision)) {  // rounded up to the next power of two
-        significand >>= 1;
-        ++exponent;
-      }
-    }
-    // significand < 2^precision is exact in T; ldexp is exact, or gives the infinity of overflow.
-    const T result = std::ldexp(static_cast<T>(significand), exponent);
-    return negative ? -result : result;
+    std::int64_t digits[format::digits];
+    for (int k = 0; k < format::digits; ++k) digits[k] = digits_[k];
+    return detail::round_exact_sum<T>(digits, {nan_, plus_infinity_, minus_infinity_, only_negative_zeros_});
   }
 
  private:
-  // Each word back to [0, 2^32), its carry (a floor division, so that negative words borrow)
-  // moved to the next; the last word keeps the sign.
+  // Each word back to [0, 2^32), its carry moved to the next (normalize_exact_digits).
   void normalize() {
-    for (int k = 0; k + 1 < format::digits; ++k) {
-      const std::int64_t carry = digits_[k] >> 32;  // arithmetic: the floor of digits_[k] / 2^32
-      digits_[k] -= carry * (std::int64_t(1) << 32);
-      digits_[k + 1] += carry;
-    }
+    detail::normalize_exact_digits(digits_, format::digits);
     pending_ = 0;
   }
 
@@ -187,8 +228,8 @@ struct exact_plus {
   T operator()(const U&, const U&) const {
     static_assert(sizeof(U) == 0,
                   "tally::exact_plus: this algorithm or backend does not take exact sums yet (issue 37): "
-                  "tally::reduce, transform_reduce, inner_product and the segmented family take them under "
-                  "tally::host");
+                  "tally::reduce, transform_reduce and inner_product take them under both policies, the "
+                  "segmented family and fields under tally::host");
     return T{};
   }
 };

@@ -2,6 +2,7 @@
 // Device dispatch: check the arguments, classify the input, make the plan, launch.
 
 #include "tally/detail/exact_sum.cuh"
+#include "tally/detail/dispatch/exact_dispatch.cuh"
 #include "tally/detail/dispatch/launch.cuh"
 #include "tally/detail/dispatch/prebuilt_sums.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
@@ -20,17 +21,6 @@
 #include <string>
 
 namespace tally::detail {
-
-// Device memory, managed memory and mapped pinned memory are readable by the device;
-// ordinary (pageable) host memory only where the device has pageable memory access.
-inline void check_device_accessible(const void* p, const device_properties& props, const char* algorithm,
-                                    const char* what) {
-  if (p == nullptr) throw_invalid_argument(algorithm, std::string(what) + " is a null pointer but the range is not empty");
-  if (!is_device_accessible(p, props))
-    throw_invalid_argument(algorithm, std::string(what) +
-                                          " points to pageable host memory, which this GPU cannot read; "
-                                          "copy it to the device, or use tally::host");
-}
 
 // How many blocks of Kernel an SM of the device holds at once (at least 1).
 struct resident_blocks_per_multiprocessor {
@@ -275,8 +265,8 @@ void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* o
 template <class Acc, class It, class Op, class Out, class Policy>
 void device_reduce_instantiated(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                                 const Policy& policy, int device, const char* algorithm) {
-  static_assert(!is_exact_plus_v<Op> && !declares_exact_fields<Op>::value,
-                "tally::exact_plus: the device backend of exact sums is not built yet (issue 37); pass tally::host");
+  static_assert(!declares_exact_fields<Op>::value,
+                "tally::exact_plus: exact sums of fields are not built for the device yet (issue 37); pass tally::host");
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
@@ -359,11 +349,15 @@ void device_reduce_instantiated(It first, std::uint64_t n, Acc init, Op op, Out*
 }
 
 // device_reduce_instantiated's contract. A sum the library compiled (prebuilt_sums.cuh) runs
-// there, and this call site compiles no kernel for it.
+// there, and this call site compiles no kernel for it; an exact sum (tally::exact_plus) runs
+// the exact-sum kernels (exact_dispatch.cuh), which need no plan.
 template <class Acc, class It, class Op, class Out, class Policy>
 void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                    const Policy& policy, int device, const char* algorithm) {
-  if constexpr (is_contiguous_v<It>) {
+  if constexpr (is_exact_plus_v<Op>) {
+    static_assert(std::is_same_v<Op, exact_plus<Acc>>, "tally::exact_plus<T>: init must be a T");
+    exact_device_reduce(first, n, init, out, handoff, policy, device, algorithm);
+  } else if constexpr (is_contiguous_v<It>) {
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(first))>>;
     if constexpr (runs_prebuilt_sum_v<elem, Acc, Op, Out, Policy>) {
       run_prebuilt_sum(raw_pointer(first), n, init, out, handoff, policy, device, algorithm);

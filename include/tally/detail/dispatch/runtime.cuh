@@ -7,6 +7,7 @@
 // runtime among the layers.
 
 #include "tally/detail/scratch_layout.cuh"
+#include "tally/error.cuh"
 
 #include <cuda_runtime_api.h>
 
@@ -84,6 +85,17 @@ unsigned long long current_context(int device);
 // the stream is being captured. The last stream and device this thread checked are
 // remembered, so a loop of calls asks CUDA once.
 void check_stream_of_device(cudaStream_t stream, int device);
+
+// Device memory, managed memory and mapped pinned memory are readable by the device;
+// ordinary (pageable) host memory only where the device has pageable memory access.
+inline void check_device_accessible(const void* p, const device_properties& props, const char* algorithm,
+                                    const char* what) {
+  if (p == nullptr) throw_invalid_argument(algorithm, std::string(what) + " is a null pointer but the range is not empty");
+  if (!is_device_accessible(p, props))
+    throw_invalid_argument(algorithm, std::string(what) +
+                                          " points to pageable host memory, which this GPU cannot read; "
+                                          "copy it to the device, or use tally::host");
+}
 
 // ---- scratch ----------------------------------------------------------------------------
 // The scratch one call owns: the control block, then room for its tile partials; epoch

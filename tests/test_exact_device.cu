@@ -1,0 +1,259 @@
+// Exact sums on the device (tally::exact_plus; docs/exact.md): every result has the bits of the
+// host backend's exact sum, which tests/test_exact_host.cu checks against MPFR. Inputs over the
+// whole exponent range, cancellation, huge and tiny values together, subnormals, every special
+// value, sizes from 1 to 2^31 + 1, misaligned starts, any grid, permutations, both forms, a
+// transform, float into double sums, graphs and streams. Every test here skips without a GPU.
+#include "support/test_support.cuh"
+#include "tally/exact.cuh"
+#include "tally/reduce.cuh"
+#include "tally/transform_reduce.cuh"
+
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tally_test::bits_of;
+using tally_test::device_buffer;
+using tally_test::device_value;
+using tally_test::seeded;
+
+template <class T>
+class exact_device : public tally_test::device_test {};
+using exact_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(exact_device, exact_types);
+
+// Finite values of every exponent: random bit patterns, the non-finite ones dropped.
+template <class T>
+std::vector<T> any_finite(std::size_t n, std::mt19937_64& rng) {
+  using bits_t = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  std::vector<T> v;
+  v.reserve(n);
+  while (v.size() < n) {
+    const bits_t bits = static_cast<bits_t>(rng());
+    T x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (std::isfinite(x)) v.push_back(x);
+  }
+  return v;
+}
+
+template <class T>
+T host_exact(const std::vector<T>& v, T init) {
+  return tally::reduce(tally::host, v.begin(), v.end(), init, tally::exact_plus<T>{});
+}
+
+// The device's sum of v (at `offset` elements past an aligned start) against the host's exact
+// sum, bit for bit, under both forms.
+template <class T>
+void expect_device_equals_host(const std::vector<T>& v, T init, const std::string& what, std::size_t offset = 0) {
+  SCOPED_TRACE(what + ", n = " + std::to_string(v.size()) + ", offset = " + std::to_string(offset));
+  const T want = host_exact(v, init);
+  device_buffer<T> d(v, offset);
+  const T got = tally::reduce(tally::device, d.begin(), d.end(), init, tally::exact_plus<T>{});
+  EXPECT_EQ(bits_of(got), bits_of(want)) << got << " against " << want;
+  device_value<T> out;
+  tally::reduce_into(tally::device, d.begin(), d.end(), out.get(), init, tally::exact_plus<T>{});
+  TEST_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(bits_of(out.read()), bits_of(want)) << "reduce_into";
+}
+
+TYPED_TEST(exact_device, random_values_over_the_whole_exponent_range_at_many_sizes_and_offsets) {
+  using T = TypeParam;
+  seeded s(3701);
+  SCOPED_TRACE(s.trace());
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(5), std::size_t(31),
+                        std::size_t(32), std::size_t(33), std::size_t(1000), std::size_t(4099),
+                        std::size_t(65536 + 3), (std::size_t(1) << 20) + 7}) {
+    for (std::size_t offset : {std::size_t(0), std::size_t(1), std::size_t(3)}) {
+      expect_device_equals_host(any_finite<T>(n, s.rng), any_finite<T>(1, s.rng)[0], "any finite values", offset);
+    }
+  }
+  // Values of a narrow span of binades: sums that keep many bits.
+  std::uniform_real_distribution<T> unit(-1, 1);
+  std::vector<T> near((std::size_t(1) << 22) + 1);
+  for (auto& x : near) x = std::ldexp(unit(s.rng), int(s.rng() % 40) - 20);
+  expect_device_equals_host(near, T(0.5), "values within 2^-20 .. 2^20", 1);
+}
+
+TYPED_TEST(exact_device, cancellation_huge_and_tiny_values_and_subnormals) {
+  using T = TypeParam;
+  seeded s(3702);
+  SCOPED_TRACE(s.trace());
+  // x and -x in pairs, shuffled, around a few small values: the sum is the small values' sum.
+  auto pairs = any_finite<T>(50000, s.rng);
+  const std::size_t count = pairs.size();
+  for (std::size_t i = 0; i < count; ++i) pairs.push_back(-pairs[i]);
+  pairs.insert(pairs.end(), {T(1), T(3e-5), T(-7.25)});
+  std::shuffle(pairs.begin(), pairs.end(), s.rng);
+  expect_device_equals_host(pairs, T(0), "cancelling pairs");
+  const T largest = std::numeric_limits<T>::max();
+  expect_device_equals_host(std::vector<T>{largest, T(1), -largest}, T(0), "largest + 1 - largest");
+  // A huge value, then a long run of tiny ones: all of them count.
+  std::vector<T> huge_then_tiny(300000, std::numeric_limits<T>::denorm_min());
+  huge_then_tiny[0] = T(1) / std::numeric_limits<T>::epsilon();
+  expect_device_equals_host(huge_then_tiny, T(0), "a huge value and 300000 tiny ones");
+  std::vector<T> subnormals(100000);
+  for (auto& x : subnormals) {
+    x = std::numeric_limits<T>::denorm_min() * T(s.rng() % 1000);
+    if (s.rng() % 2) x = -x;
+  }
+  expect_device_equals_host(subnormals, T(0), "subnormals only");
+  // Many additions of the largest magnitudes into one digit: overflow to infinity, and sums
+  // whose digits would leave 64 bits without the threads' normalization.
+  expect_device_equals_host(std::vector<T>(1 << 20, largest), T(0), "the largest value 2^20 times");
+  std::vector<T> large_signs(1 << 20);
+  for (auto& x : large_signs) x = (s.rng() % 2 ? largest : -largest) * T(0.75);
+  expect_device_equals_host(large_signs, T(0), "large values of either sign");
+}
+
+TYPED_TEST(exact_device, special_values_as_the_exact_sum_gives_them) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> base(5000, T(1.5));
+  const auto with = [&](std::initializer_list<std::pair<std::size_t, T>> changes) {
+    std::vector<T> v = base;
+    for (const auto& [at, x] : changes) v[at] = x;
+    return v;
+  };
+  const auto expect_special = [](const std::vector<T>& v, T init, const char* what, T want) {
+    device_buffer<T> d(v);
+    const T got = tally::reduce(tally::device, d.begin(), d.end(), init, tally::exact_plus<T>{});
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << what << ": " << got;
+    } else {
+      EXPECT_EQ(bits_of(got), bits_of(want)) << what << ": " << got;
+    }
+    EXPECT_EQ(std::isnan(got), std::isnan(host_exact(v, init))) << what;
+  };
+  expect_special(with({{17, nan}}), T(0), "a NaN", nan);
+  expect_special(with({{4000, inf}}), T(0), "+inf", inf);
+  expect_special(with({{3, -inf}}), T(0), "-inf", -inf);
+  expect_special(with({{3, -inf}, {4999, inf}}), T(0), "+inf and -inf", nan);
+  expect_special(base, inf, "init +inf", inf);
+  expect_special(base, -nan, "init NaN", nan);
+  expect_special(std::vector<T>(3000, -T(0)), -T(0), "only -0", -T(0));
+  expect_special(std::vector<T>(3000, -T(0)), T(0), "-0 and an init of +0", T(0));
+}
+
+TYPED_TEST(exact_device, every_grid_and_every_permutation_give_the_same_bits) {
+  using T = TypeParam;
+  seeded s(3703);
+  SCOPED_TRACE(s.trace());
+  auto v = any_finite<T>((std::size_t(1) << 18) + 5, s.rng);
+  const T want = host_exact(v, T(0));
+  device_buffer<T> d(v);
+  for (unsigned grid : {1u, 2u, 7u, 131u, 1000u, 5000u}) {
+    const T got = tally::reduce(tally::device.grid_size(grid), d.begin(), d.end(), T(0), tally::exact_plus<T>{});
+    EXPECT_EQ(bits_of(got), bits_of(want)) << "grid " << grid;
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::shuffle(v.begin(), v.end(), s.rng);
+    device_buffer<T> shuffled(v);
+    EXPECT_EQ(bits_of(tally::reduce(tally::device, shuffled.begin(), shuffled.end(), T(0), tally::exact_plus<T>{})),
+              bits_of(want))
+        << "permutation " << round;
+  }
+}
+
+double square_as_double(float x) { return double(x) * double(x); }
+struct square_to_double {
+  __host__ __device__ double operator()(float x) const { return double(x) * double(x); }
+};
+
+TEST(exact_device_forms, float_into_double_a_transform_and_a_device_vector) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3704);
+  SCOPED_TRACE(s.trace());
+  const auto v = any_finite<float>(200003, s.rng);
+  thrust::device_vector<float> dv(v.begin(), v.end());
+  const double wide = tally::reduce(tally::device, dv.begin(), dv.end(), 0.25, tally::exact_plus<double>{});
+  EXPECT_EQ(bits_of(wide), bits_of(tally::reduce(tally::host, v.begin(), v.end(), 0.25, tally::exact_plus<double>{})));
+  const double squares =
+      tally::transform_reduce(tally::device, dv.begin(), dv.end(), square_to_double{}, 0.0, tally::exact_plus<double>{});
+  std::vector<double> host_squares(v.size());
+  std::transform(v.begin(), v.end(), host_squares.begin(), square_as_double);
+  EXPECT_EQ(bits_of(squares), bits_of(host_exact(host_squares, 0.0)));
+  const float narrow = tally::reduce(dv.begin(), dv.end(), -1.0f, tally::exact_plus<float>{});
+  EXPECT_EQ(bits_of(narrow), bits_of(host_exact(v, -1.0f)));
+}
+
+// A captured reduce_into replays on other streams with the exact sum of what the input holds at
+// each replay; the waiting form is refused inside a capture before anything is enqueued.
+TEST(exact_device_forms, reduce_into_captured_and_replayed_on_other_streams) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3705);
+  SCOPED_TRACE(s.trace());
+  const auto first = any_finite<float>(100000, s.rng), second = any_finite<float>(100000, s.rng);
+  device_buffer<float> d(first);
+  device_value<float> out;
+  cudaStream_t capture, replay;
+  TEST_CUDA(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
+  TEST_CUDA(cudaStreamCreateWithFlags(&replay, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  TEST_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal));
+  tally::reduce_into(tally::device.on(capture), d.begin(), d.end(), out.get(), 0.0f, tally::exact_plus<float>{});
+  EXPECT_THROW(tally::reduce(tally::device.on(capture), d.begin(), d.end(), 0.0f, tally::exact_plus<float>{}),
+               std::invalid_argument);
+  TEST_CUDA(cudaStreamEndCapture(capture, &graph));
+  cudaGraphExec_t exec;
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  TEST_CUDA(cudaStreamDestroy(capture));
+  TEST_CUDA(cudaGraphLaunch(exec, replay));
+  TEST_CUDA(cudaStreamSynchronize(replay));
+  EXPECT_EQ(bits_of(out.read()), bits_of(host_exact(first, 0.0f)));
+  TEST_CUDA(cudaMemcpy(d.data(), second.data(), second.size() * sizeof(float), cudaMemcpyHostToDevice));
+  out.poison();
+  TEST_CUDA(cudaGraphLaunch(exec, replay));
+  TEST_CUDA(cudaStreamSynchronize(replay));
+  EXPECT_EQ(bits_of(out.read()), bits_of(host_exact(second, 0.0f)));
+  TEST_CUDA(cudaGraphExecDestroy(exec));
+  TEST_CUDA(cudaGraphDestroy(graph));
+  TEST_CUDA(cudaStreamDestroy(replay));
+}
+
+TEST(exact_device_forms, a_null_input_is_refused_and_the_context_stays_usable) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  const double* null_input = nullptr;
+  try {
+    tally::reduce(tally::device, null_input, null_input + 4, 0.0, tally::exact_plus<double>{});
+    ADD_FAILURE() << "a null input was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tally::reduce"), std::string::npos) << e.what();
+  }
+  device_buffer<double> d(std::vector<double>(10, 0.1));
+  EXPECT_EQ(bits_of(tally::reduce(tally::device, d.begin(), d.end(), 0.0, tally::exact_plus<double>{})),
+            bits_of(host_exact(std::vector<double>(10, 0.1), 0.0)));
+}
+
+// 2^31 + 1 floats: 2^31 ones and one -(2^31 - 128). The exact sum is 128; a float sum in any
+// order loses the ones long before the end.
+TEST(exact_device_forms, more_than_two_to_the_31_elements) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  if (tally_test::under_sanitizer()) GTEST_SKIP() << "8 GiB of input under the sanitizer";
+  const std::size_t n = (std::size_t(1) << 31) + 1;
+  float* data = nullptr;
+  if (cudaMalloc(&data, n * sizeof(float)) != cudaSuccess) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no 8 GiB of device memory";
+  }
+  thrust::fill(thrust::device, data, data + n - 1, 1.0f);
+  thrust::fill(thrust::device, data + n - 1, data + n, -2147483520.0f);
+  const float sum = tally::reduce(tally::device, data, data + n, 0.0f, tally::exact_plus<float>{});
+  const double wide = tally::reduce(tally::device, data, data + n, 0.0, tally::exact_plus<double>{});
+  TEST_CUDA(cudaFree(data));
+  EXPECT_EQ(sum, 128.0f);
+  EXPECT_EQ(wide, 128.0);
+}
+
+}  // namespace
