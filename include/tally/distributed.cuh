@@ -94,10 +94,16 @@ namespace detail {
 // The algorithms' entry under an NCCL policy. The family's generic code (transform_reduce,
 // count, the logical algorithms) calls reduce_impl and reduce_into_impl unqualified, and finds
 // these by the policy's namespace.
+// Exact sums (exact_plus, or fields of them) have no combine across ranks yet.
+template <class Op>
+inline constexpr bool refuses_exact_sums_v = is_exact_plus_v<Op> || declares_exact_fields<Op>::value;
+
 template <class Acc, class It, class Op>
 Acc reduce_impl(const nccl_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
-  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc>) {
+  static_assert(!refuses_exact_sums_v<Op>, "tally::exact_plus: exact sums over several GPUs are not built yet "
+                                           "(issue 37); pass tally::device for one GPU's range, or tally::host");
+  if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc> || refuses_exact_sums_v<Op>) {
     return init;
   } else {
     static_assert(sizeof(checked_shard_result<Acc>) <= max_accumulator_bytes,
@@ -124,7 +130,10 @@ void reduce_into_impl(const nccl_policy& policy, It first, It last, OutIt out, A
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(is_contiguous_v<OutIt>,
                 "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
-  if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt> && moves_as_bytes_v<Acc>) {
+  static_assert(!refuses_exact_sums_v<Op>, "tally::exact_plus: exact sums over several GPUs are not built yet "
+                                           "(issue 37); pass tally::device for one GPU's range, or tally::host");
+  if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt> && moves_as_bytes_v<Acc> &&
+                !refuses_exact_sums_v<Op>) {
     algorithm_scope scope(algorithm);
     const std::uint64_t n = checked_distance(first, last, algorithm);
     const nccl_policy p = normalize_policy(policy);

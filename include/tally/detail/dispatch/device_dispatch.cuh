@@ -358,8 +358,8 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
     static_assert(std::is_same_v<Op, exact_plus<Acc>>, "tally::exact_plus<T>: init must be a T");
     // Under tally::nccl the call is one rank's shard: its exact sum alone would not be the answer.
     static_assert(std::is_same_v<Policy, device_policy> || std::is_same_v<Policy, strategy_forcing_policy>,
-                  "tally::exact_plus: exact sums over several GPUs are not built yet (issue 37); sum each rank's "
-                  "shard with tally::device and combine the values");
+                  "tally::exact_plus: exact sums over several GPUs are not built yet (issue 37); pass tally::device "
+                  "for one GPU's range, or tally::host");
     exact_device_reduce(first, n, init, out, handoff, policy, device, algorithm);
   } else if constexpr (is_contiguous_v<It>) {
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(first))>>;
