@@ -3,7 +3,8 @@
 #                   static_assert whose message the source's first comment quotes on a line
 #                   of its own (//   "message");
 #   EXPECT=success: passes only if the compile succeeds (the control case).
-# Takes COMPILER, HOST_COMPILER (may be empty), INCLUDE_DIR, SOURCE, OUTPUT and EXPECT.
+# Takes COMPILER, HOST_COMPILER (may be empty), INCLUDE_DIR, EXTRA_INCLUDE_DIR (may be empty),
+# SOURCE, OUTPUT and EXPECT.
 cmake_minimum_required(VERSION 3.25)
 
 # The device front end alone: it instantiates every template the source uses, host code
@@ -11,6 +12,9 @@ cmake_minimum_required(VERSION 3.25)
 # there as in a full build. -ptx leaves the host compilation out.
 set(command "${COMPILER}" -std=c++17 --extended-lambda -arch=compute_90 -fdevice-syntax-only -ptx
             "-I${INCLUDE_DIR}" "${SOURCE}" -o "${OUTPUT}")
+if(EXTRA_INCLUDE_DIR)
+  list(APPEND command "-I${EXTRA_INCLUDE_DIR}")
+endif()
 if(HOST_COMPILER)
   list(APPEND command -ccbin "${HOST_COMPILER}")
 endif()
