@@ -23,6 +23,7 @@
 
 namespace {
 
+using tally_test::any_finite;
 using tally_test::bits_of;
 using tally_test::device_buffer;
 using tally_test::device_value;
@@ -32,21 +33,6 @@ template <class T>
 class exact_device : public tally_test::device_test {};
 using exact_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(exact_device, exact_types);
-
-// Finite values of every exponent: random bit patterns, the non-finite ones dropped.
-template <class T>
-std::vector<T> any_finite(std::size_t n, std::mt19937_64& rng) {
-  using bits_t = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  std::vector<T> v;
-  v.reserve(n);
-  while (v.size() < n) {
-    const bits_t bits = static_cast<bits_t>(rng());
-    T x;
-    std::memcpy(&x, &bits, sizeof x);
-    if (std::isfinite(x)) v.push_back(x);
-  }
-  return v;
-}
 
 template <class T>
 T host_exact(const std::vector<T>& v, T init) {

@@ -96,20 +96,6 @@ T exact(const std::vector<T>& v, T init, unsigned threads = 0) {
   return tally::reduce(tally::host.threads(threads), v.begin(), v.end(), init, tally::exact_plus<T>{});
 }
 
-// Any finite T, each bit pattern as likely as any other: every exponent, subnormals and zeros.
-template <class T>
-std::vector<T> any_finite(std::size_t n, std::mt19937_64& rng) {
-  using bits_t = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  std::vector<T> v;
-  while (v.size() < n) {
-    const bits_t bits = static_cast<bits_t>(rng());
-    T x;
-    std::memcpy(&x, &bits, sizeof x);
-    if (std::isfinite(x)) v.push_back(x);
-  }
-  return v;
-}
-
 template <class T>
 void check_against_mpfr(const std::vector<T>& v, T init, const char* what) {
   SCOPED_TRACE(what);

@@ -98,6 +98,22 @@ std::vector<T> random_values(std::size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+// Finite values of every exponent, subnormals included: random bit patterns, the non-finite ones
+// drawn again (the exact sums' inputs over the whole range).
+template <class T>
+std::vector<T> any_finite(std::size_t n, std::mt19937_64& rng) {
+  using bits_t = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  std::vector<T> v;
+  v.reserve(n);
+  while (v.size() < n) {
+    const bits_t bits = static_cast<bits_t>(rng());
+    T x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (std::isfinite(x)) v.push_back(x);
+  }
+  return v;
+}
+
 // Values whose sum's bits depend on the order of the additions almost always: a mean of zero
 // and magnitudes over 16 binades, so that partial sums cancel and round differently in any
 // other order. For checks of bits alone (device against host, run against run, grid against

@@ -65,14 +65,13 @@ void exact_device_reduce(It first, std::uint64_t n, T init, Out* out, host_hando
                 "tally::exact_plus<T>: the values must convert to T exactly (T itself; float, half or bf16 into "
                 "double; half or bf16 into float)");
   static_assert(std::is_same_v<Out, T>, "tally::exact_plus<T>: the result is written as T");
+  check_stream_of_device(policy.stream(), device);
   if constexpr (is_contiguous_v<It>) {
     const auto* data = raw_pointer(first);
     check_device_accessible(data, properties(device), algorithm, "the input range");
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
-    check_stream_of_device(policy.stream(), device);
     launch_exact_sum<T>(static_cast<const elem*>(data), n, init, out, handoff, policy, device);
   } else {
-    check_stream_of_device(policy.stream(), device);
     launch_exact_sum<T>(first, n, init, out, handoff, policy, device);
   }
 }

@@ -39,45 +39,24 @@ void prebuilt_sum(const unsigned long long* data, std::uint64_t n, unsigned long
                   unsigned long long* out, host_handoff* handoff, const device_policy& policy, int device,
                   const char* algorithm);
 
-// The library's type for a sum of T: T itself, or for long and unsigned long (std::int64_t
-// and std::uint64_t on LP64 systems) the long long of the same width and signedness, whose
-// sum is the same bits (integer addition wraps alike in both).
+// The library's type for a sum of T: T itself for the six types above; for the other 64-bit
+// integers (long and unsigned long on LP64 systems: std::int64_t and std::uint64_t) the long long
+// of the same signedness, whose sum is the same bits (integer addition wraps alike in both);
+// void for any other T.
 template <class T>
-struct prebuilt_sum_type {
-  using type = void;
-};
-template <>
-struct prebuilt_sum_type<float> {
-  using type = float;
-};
-template <>
-struct prebuilt_sum_type<double> {
-  using type = double;
-};
-template <>
-struct prebuilt_sum_type<int> {
-  using type = int;
-};
-template <>
-struct prebuilt_sum_type<unsigned> {
-  using type = unsigned;
-};
-template <>
-struct prebuilt_sum_type<long long> {
-  using type = long long;
-};
-template <>
-struct prebuilt_sum_type<unsigned long long> {
-  using type = unsigned long long;
-};
-template <>
-struct prebuilt_sum_type<long> {
-  using type = std::conditional_t<sizeof(long) == sizeof(long long), long long, void>;
-};
-template <>
-struct prebuilt_sum_type<unsigned long> {
-  using type = std::conditional_t<sizeof(unsigned long) == sizeof(unsigned long long), unsigned long long, void>;
-};
+constexpr auto prebuilt_sum_type_of() {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int> ||
+                std::is_same_v<T, unsigned> || std::is_same_v<T, long long> ||
+                std::is_same_v<T, unsigned long long>) {
+    return static_cast<T*>(nullptr);
+  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) == sizeof(long long)) {
+    return static_cast<std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>*>(nullptr);
+  } else {
+    return static_cast<void*>(nullptr);
+  }
+}
+template <class T>
+using prebuilt_sum_type_t = std::remove_pointer_t<decltype(prebuilt_sum_type_of<T>())>;
 
 // Whether a call with these types runs the library's sum: the element, the accumulator and
 // the output are one prebuilt type, the operator is a sum computed in that type (tally::,
@@ -86,13 +65,13 @@ struct prebuilt_sum_type<unsigned long> {
 template <class Elem, class Acc, class Op, class Out, class Policy>
 inline constexpr bool runs_prebuilt_sum_v =
     std::is_same_v<Policy, device_policy> && std::is_same_v<Elem, Acc> &&
-    std::is_same_v<Out, Acc> && !std::is_void_v<typename prebuilt_sum_type<Acc>::type> &&
+    std::is_same_v<Out, Acc> && !std::is_void_v<prebuilt_sum_type_t<Acc>> &&
     op_kind_v<Op> == op_kind::sum && op_computes_in_v<Acc, Op>;
 
 template <class T>
 void run_prebuilt_sum(const T* data, std::uint64_t n, T init, T* out, host_handoff* handoff,
                       const device_policy& policy, int device, const char* algorithm) {
-  using library_type = typename prebuilt_sum_type<T>::type;
+  using library_type = prebuilt_sum_type_t<T>;
   static_assert(sizeof(library_type) == sizeof(T) && alignof(library_type) == alignof(T));
   prebuilt_sum(reinterpret_cast<const library_type*>(data), n, static_cast<library_type>(init),
                reinterpret_cast<library_type*>(out), handoff, policy, device, algorithm);
