@@ -12,6 +12,8 @@
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 
+#include "tally/detail/dispatch/runtime.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -240,6 +243,119 @@ TEST(exact_device_forms, more_than_two_to_the_31_elements) {
   TEST_CUDA(cudaFree(data));
   EXPECT_EQ(sum, 128.0f);
   EXPECT_EQ(wide, 128.0);
+}
+
+
+// One block of 128 threads sums 2^22 + 2^16 + 2 floats of one bin (binades 120-127, unit
+// 2^-30): 2^22 + 2^16 copies of 2 - 2^-23, then 2^-7 + 2^-30 and 1. In units the exact sum is
+// 2^53 + 2^47 + 2^29 + 1: one unit past a tie between two floats, whose even neighbour is
+// below. A bin that added all of them at once would pass 2^53 units and round that unit away,
+// and the tie would round down to 8519680; the exact sum rounds up to 8519681. The block must
+// merge its bins before 2^22 terms (a round), as it does.
+TEST(exact_device_forms, a_block_merges_its_float_bins_before_they_could_round) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  const std::size_t copies = (std::size_t(1) << 22) + (std::size_t(1) << 16);
+  std::vector<float> v(copies, std::ldexp(float((1 << 24) - 1), -23));
+  v.push_back(std::ldexp(float((1 << 23) + 1), -30));
+  v.push_back(1.0f);
+  const float want = host_exact(v, 0.0f);
+  ASSERT_EQ(want, 8519681.0f) << "the construction";
+  device_buffer<float> d(v);
+  for (unsigned grid : {1u, 2u, 0u}) {
+    const auto policy = grid == 0 ? tally::device : tally::device.grid_size(grid);
+    EXPECT_EQ(bits_of(tally::reduce(policy, d.begin(), d.end(), 0.0f, tally::exact_plus<float>{})), bits_of(want))
+        << "grid " << grid;
+  }
+}
+
+// One block of 64 threads sums 3000 doubles a thread, each placing 2^53 - 1 at bit 31 of a
+// digit: its high piece (about 2^52) goes to the next digit 3000 times, past 2^63 unless the
+// thread brings its digits back to 32 bits every round of 1024 terms, as it does.
+TEST(exact_device_forms, a_thread_balances_its_double_digits_before_they_could_overflow) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  const double widest_at_bit_31 = std::ldexp(double((std::uint64_t(1) << 53) - 1), 32 - 1075);
+  for (const double x : {widest_at_bit_31, -widest_at_bit_31}) {
+    const std::vector<double> v(64 * 3000, x);
+    const double want = host_exact(v, 0.0);
+    ASSERT_EQ(want, x * double(v.size())) << "the construction: an exact product";
+    device_buffer<double> d(v);
+    EXPECT_EQ(bits_of(tally::reduce(tally::device.grid_size(1), d.begin(), d.end(), 0.0, tally::exact_plus<double>{})),
+              bits_of(want));
+  }
+}
+
+// An exact sum keeps its accumulator in the stream's control block and leaves it zero, so that
+// the next call on the stream (an exact sum or another strategy) starts from nothing.
+TEST(exact_device_forms, the_control_block_is_left_zero) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3706);
+  SCOPED_TRACE(s.trace());
+  int device = 0;
+  TEST_CUDA(cudaGetDevice(&device));
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const auto f = any_finite<float>(300001, s.rng);
+  const auto g = any_finite<double>(300001, s.rng);
+  device_buffer<float> df(f);
+  device_buffer<double> dg(g);
+  for (int call = 0; call < 3; ++call) {
+    EXPECT_EQ(bits_of(tally::reduce(tally::device.on(stream), df.begin(), df.end(), 0.0f, tally::exact_plus<float>{})),
+              bits_of(host_exact(f, 0.0f)));
+    EXPECT_EQ(bits_of(tally::reduce(tally::device.on(stream), dg.begin(), dg.end(), 0.0, tally::exact_plus<double>{})),
+              bits_of(host_exact(g, 0.0)));
+  }
+  TEST_CUDA(cudaStreamSynchronize(stream));
+  namespace word = tally::detail::control_word;
+  const int first_digit_word = int(word::exact_digits_byte / 4);
+  std::vector<int> words = {word::exact_flags, word::exact_blocks_done};
+  for (int w = first_digit_word; w < first_digit_word + 2 * tally::detail::exact_format<double>::digits; ++w) words.push_back(w);
+  for (int w : words) EXPECT_EQ(tally::detail::stream_control_word(device, stream, w), 0u) << "control word " << w;
+  TEST_CUDA(cudaStreamDestroy(stream));
+}
+
+// Host threads summing at once: each on its own stream, all on one shared stream, on the legacy
+// and the per-thread default streams; every result has the host's bits.
+TEST(exact_device_forms, many_host_threads_on_their_own_streams_and_on_one) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3707);
+  SCOPED_TRACE(s.trace());
+  const auto f = any_finite<float>(200003, s.rng);
+  const auto g = any_finite<double>(100003, s.rng);
+  const float want_f = host_exact(f, 0.0f);
+  const double want_g = host_exact(g, 0.0);
+  device_buffer<float> df(f);
+  device_buffer<double> dg(g);
+  cudaStream_t shared;
+  TEST_CUDA(cudaStreamCreateWithFlags(&shared, cudaStreamNonBlocking));
+  constexpr int threads = 6;
+  std::vector<int> wrong(threads, 0), failed(threads, 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      try {
+        cudaStream_t own = nullptr;
+        if (t % 3 == 0 && cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking) != cudaSuccess) throw std::runtime_error("stream");
+        const cudaStream_t stream = t % 3 == 0 ? own : t % 3 == 1 ? shared : (t % 2 ? cudaStreamPerThread : cudaStreamLegacy);
+        for (int call = 0; call < 20; ++call) {
+          if (bits_of(tally::reduce(tally::device.on(stream), df.begin(), df.end(), 0.0f, tally::exact_plus<float>{})) !=
+              bits_of(want_f))
+            ++wrong[t];
+          if (bits_of(tally::reduce(tally::device.on(stream), dg.begin(), dg.end(), 0.0, tally::exact_plus<double>{})) !=
+              bits_of(want_g))
+            ++wrong[t];
+        }
+        if (own) cudaStreamDestroy(own);
+      } catch (...) {
+        failed[t] = 1;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  for (int t = 0; t < threads; ++t) {
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+    EXPECT_EQ(failed[t], 0) << "thread " << t;
+  }
+  TEST_CUDA(cudaStreamDestroy(shared));
 }
 
 }  // namespace

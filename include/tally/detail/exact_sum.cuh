@@ -52,13 +52,62 @@ struct exact_specials {
   bool only_negative_zeros = true;  // every term so far was -0 (none: true)
 };
 
-// Brings each base-2^32 digit of d back to [0, 2^32), its carry (a floor division, so that a
-// negative digit borrows) moved to the next; the last digit keeps the sign.
-TALLY_HOST_DEVICE inline void normalize_exact_digits(std::int64_t* d, int digits) {
+// The same facts as flags, for the device's exact sums (kernels/exact_kernels.cuh).
+enum exact_flag : unsigned { exact_nan = 1, exact_plus_infinity = 2, exact_minus_infinity = 4, exact_nonzero_sign = 8 };
+
+// One term of an exact sum, taken apart. A finite term is (-1)^negative * significand *
+// 2^position units (T's smallest subnormal; significand 0 for the zeros); special holds
+// exact_nan or an infinity's flag for the others; nonzero_sign is false only for -0.
+struct exact_term {
+  std::uint64_t significand = 0;
+  unsigned position = 0;
+  bool negative = false;
+  bool nonzero_sign = true;
+  unsigned special = 0;
+};
+
+template <class T>
+TALLY_HOST_DEVICE exact_term decode_exact_term(T x) {
+  using format = exact_format<T>;
+  using bits_t = typename format::bits_t;
+  constexpr int total_bits = int(sizeof(T) * 8);
+  constexpr int fraction_bits = format::precision - 1;
+  constexpr bits_t exponent_mask = (bits_t(1) << format::exponent_bits) - 1;
+  bits_t bits;
+  std::memcpy(&bits, &x, sizeof(T));
+  exact_term term;
+  term.negative = (bits >> (total_bits - 1)) != 0;
+  const unsigned exponent = unsigned((bits >> fraction_bits) & exponent_mask);
+  const bits_t fraction = bits & ((bits_t(1) << fraction_bits) - 1);
+  if (exponent == unsigned(exponent_mask)) {
+    term.special = fraction != 0 ? exact_nan : (term.negative ? exact_minus_infinity : exact_plus_infinity);
+    return term;
+  }
+  term.nonzero_sign = !term.negative || exponent != 0 || fraction != 0;
+  // A subnormal's unit is the smallest normal binade's: both count from position 0.
+  term.significand = exponent == 0 ? std::uint64_t(fraction) : std::uint64_t(fraction) | (std::uint64_t(1) << fraction_bits);
+  term.position = exponent == 0 ? 0u : exponent - 1u;
+  return term;
+}
+
+// Brings each base-2^32 digit of d (digit k at d[k * stride]) back to [0, 2^32), its carry (a
+// floor division, so that a negative digit borrows) moved to the next; the last digit keeps
+// the sign.
+TALLY_HOST_DEVICE inline void normalize_exact_digits(std::int64_t* d, int digits, unsigned stride = 1) {
   for (int k = 0; k + 1 < digits; ++k) {
-    const std::int64_t carry = d[k] >> 32;  // arithmetic: the floor of d[k] / 2^32
-    d[k] -= carry * (std::int64_t(1) << 32);
-    d[k + 1] += carry;
+    const std::int64_t carry = d[k * stride] >> 32;  // arithmetic: the floor of d[k] / 2^32
+    d[k * stride] -= carry * (std::int64_t(1) << 32);
+    d[(k + 1) * stride] += carry;
+  }
+}
+
+// The same with each digit brought to [-2^31, 2^31) instead: a small negative number keeps its
+// upper digits 0 (instead of 2^32 - 1), so that the device adds only the digits it has.
+TALLY_HOST_DEVICE inline void balance_exact_digits(std::int64_t* d, int digits, unsigned stride = 1) {
+  for (int k = 0; k + 1 < digits; ++k) {
+    const std::int64_t carry = (d[k * stride] + (std::int64_t(1) << 31)) >> 32;
+    d[k * stride] -= carry * (std::int64_t(1) << 32);
+    d[(k + 1) * stride] += carry;
   }
 }
 
@@ -72,9 +121,12 @@ TALLY_HOST_DEVICE T value_of_bits(Bits bits) {
 
 // The exact sum of the fixed-point integer d (base-2^32 digits whose unit is T's smallest
 // subnormal; d is normalized here, in place) and the special values, rounded once to nearest
-// with ties to even. The host accumulator and the device's exact sums both end here.
+// with ties to even. The host accumulator and the device's exact sums both end here. Only the
+// digits [first, end) are read: the caller vouches that the others are 0 and that the
+// integer's carries and sign fit below `end` (two digits above the highest nonzero one do).
 template <class T>
-TALLY_HOST_DEVICE T round_exact_sum(std::int64_t* d, const exact_specials& specials) {
+TALLY_HOST_DEVICE T round_exact_sum(std::int64_t* d, const exact_specials& specials, int first = 0,
+                                    int end = exact_format<T>::digits) {
   using format = exact_format<T>;
   using bits_t = typename format::bits_t;
   constexpr int total_bits = int(sizeof(T) * 8);
@@ -85,36 +137,44 @@ TALLY_HOST_DEVICE T round_exact_sum(std::int64_t* d, const exact_specials& speci
   if (specials.nan || (specials.plus_infinity && specials.minus_infinity)) return value_of_bits<T>(quiet_nan_bits);
   if (specials.plus_infinity) return value_of_bits<T>(infinity_bits);
   if (specials.minus_infinity) return value_of_bits<T>(bits_t(infinity_bits | sign_bit));
-  normalize_exact_digits(d, format::digits);
-  const bool negative = d[format::digits - 1] < 0;
+  const bits_t zero = specials.only_negative_zeros ? sign_bit : bits_t(0);
+  if (first >= end) return value_of_bits<T>(zero);
+  normalize_exact_digits(d + first, end - first);
+  const bool negative = d[end - 1] < 0;
   if (negative) {
-    for (int k = 0; k < format::digits; ++k) d[k] = -d[k];
-    normalize_exact_digits(d, format::digits);
+    for (int k = first; k < end; ++k) d[k] = -d[k];
+    normalize_exact_digits(d + first, end - first);
   }
-  int top = format::digits - 1;
-  while (top >= 0 && d[top] == 0) --top;
-  if (top < 0) return value_of_bits<T>(specials.only_negative_zeros ? sign_bit : bits_t(0));
-  int top_bit = 63;
-  while ((std::uint64_t(d[top]) >> top_bit) == 0) --top_bit;
+  int top = end - 1;
+  while (top >= first && d[top] == 0) --top;
+  if (top < first) return value_of_bits<T>(zero);
+  // Word by word, not bit by bit: one GPU thread rounds the device's sums.
+  int top_bit = 0;  // the highest set bit of d[top], which is below 2^32 now
+  for (int half = 16; half > 0; half /= 2)
+    if ((std::uint64_t(d[top]) >> (top_bit + half)) != 0) top_bit += half;
   const int msb = top * 32 + top_bit;
-  const auto bit = [d](int i) { return i >= 0 && ((std::uint64_t(d[i / 32]) >> (i % 32)) & 1u) != 0; };
+  // Bits [lowest, lowest + 64) of the integer (bits past the top read as 0).
+  const auto bits_from = [d, first, end](int lowest) {
+    const int word = lowest / 32, offset = lowest % 32;
+    const auto digit = [d, first, end](int k) { return k >= first && k < end ? std::uint64_t(d[k]) : std::uint64_t(0); };
+    std::uint64_t window = (digit(word) >> offset) | (digit(word + 1) << (32 - offset));
+    if (offset != 0) window |= digit(word + 2) << (64 - offset);
+    return window;
+  };
   std::uint64_t significand = 0;
   int shift = 0;  // the value is significand * 2^(quantum_exponent + shift)
   if (msb < format::precision) {
     // Within T's precision at the subnormal quantum: exact.
-    for (int i = msb; i >= 0; --i) significand = (significand << 1) | std::uint64_t(bit(i));
+    significand = bits_from(0);
   } else {
     shift = msb - (format::precision - 1);
-    for (int i = msb; i >= shift; --i) significand = (significand << 1) | std::uint64_t(bit(i));
-    const bool guard = bit(shift - 1);
-    bool sticky = false;
-    for (int i = shift - 2; i >= 0 && !sticky; --i) {
-      if (i % 32 == 31 && d[i / 32] == 0) {  // a whole zero word below
-        i -= 31;
-        continue;
-      }
-      sticky = bit(i);
-    }
+    significand = bits_from(shift) & ((std::uint64_t(1) << format::precision) - 1);
+    const int guard_index = shift - 1;
+    const std::uint64_t guard_word = guard_index / 32 >= first ? std::uint64_t(d[guard_index / 32]) : 0;
+    const bool guard = ((guard_word >> (guard_index % 32)) & 1u) != 0;
+    // Sticky: any bit below the guard bit.
+    bool sticky = (guard_word & ((std::uint64_t(1) << (guard_index % 32)) - 1)) != 0;
+    for (int k = guard_index / 32 - 1; k >= first && !sticky; --k) sticky = d[k] != 0;
     if (guard && (sticky || (significand & 1u) != 0)) ++significand;  // ties to even
     if (significand == (std::uint64_t(1) << format::precision)) {  // rounded up to the next power of two
       significand >>= 1;
@@ -147,36 +207,21 @@ class exact_accumulator {
 
   // Adds x exactly.
   void add(T x) {
-    bits_t bits;
-    std::memcpy(&bits, &x, sizeof(T));
-    constexpr int total_bits = int(sizeof(T) * 8);
-    constexpr int fraction_bits = format::precision - 1;
-    constexpr bits_t exponent_mask = (bits_t(1) << format::exponent_bits) - 1;
-    const bool negative = (bits >> (total_bits - 1)) != 0;
-    const bits_t exponent = (bits >> fraction_bits) & exponent_mask;
-    const bits_t fraction = bits & ((bits_t(1) << fraction_bits) - 1);
-    if (exponent == exponent_mask) {  // infinity or NaN
-      if (fraction != 0) {
-        nan_ = true;
-      } else if (negative) {
-        minus_infinity_ = true;
-      } else {
-        plus_infinity_ = true;
-      }
+    const detail::exact_term term = detail::decode_exact_term(x);
+    if (term.special != 0) {  // infinity or NaN
+      nan_ = nan_ || term.special == detail::exact_nan;
+      plus_infinity_ = plus_infinity_ || term.special == detail::exact_plus_infinity;
+      minus_infinity_ = minus_infinity_ || term.special == detail::exact_minus_infinity;
       return;
     }
-    if (!negative || exponent != 0 || fraction != 0) only_negative_zeros_ = false;
-    if (exponent == 0 && fraction == 0) return;
-    // x = significand * 2^(quantum_exponent + position)
-    const std::uint64_t significand = exponent == 0 ? std::uint64_t(fraction)
-                                                    : std::uint64_t(fraction) | (std::uint64_t(1) << fraction_bits);
-    const unsigned position = exponent == 0 ? 0u : unsigned(exponent) - 1u;
-    const unsigned word = position / 32, shift = position % 32;
-    const unsigned __int128 placed = static_cast<unsigned __int128>(significand) << shift;  // at most 84 bits
+    if (term.nonzero_sign) only_negative_zeros_ = false;
+    if (term.significand == 0) return;
+    const unsigned word = term.position / 32, shift = term.position % 32;
+    const unsigned __int128 placed = static_cast<unsigned __int128>(term.significand) << shift;  // at most 84 bits
     const std::int64_t pieces[3] = {std::int64_t(placed & 0xFFFFFFFFu), std::int64_t((placed >> 32) & 0xFFFFFFFFu),
                                     std::int64_t(placed >> 64)};
     for (unsigned k = 0; k < 3 && word + k < unsigned(format::digits); ++k)
-      digits_[word + k] += negative ? -pieces[k] : pieces[k];
+      digits_[word + k] += term.negative ? -pieces[k] : pieces[k];
     if (++pending_ == normalize_every) normalize();
   }
 

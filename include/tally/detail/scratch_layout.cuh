@@ -9,8 +9,9 @@
 namespace tally::detail {
 
 // Bytes of the control block in front of the partial cells: the atomic strategies' counters
-// and accumulator, and a count the tests read (control_word below).
-inline constexpr std::size_t control_bytes = 256;
+// and accumulator, the exact sums' accumulator, and a count the tests read (control_word
+// below).
+inline constexpr std::size_t control_bytes = 1024;
 // Largest accumulator a device reduction supports, in bytes.
 inline constexpr std::size_t max_accumulator_bytes = 256;
 
@@ -21,6 +22,12 @@ namespace control_word {
 inline constexpr int units_done = 0;
 inline constexpr int tickets = 1;
 inline constexpr int first_stored = 2;
+// An exact sum's special values and its blocks done, and its digits from byte 256 (68 words at
+// most): its blocks add into them and its last block takes them and leaves them 0
+// (kernels/exact_kernels.cuh).
+inline constexpr int exact_flags = 3;
+inline constexpr int exact_blocks_done = 4;
+inline constexpr std::size_t exact_digits_byte = 256;
 inline constexpr int fallback_folds = 6;   // single passes whose block 0 reduced tiles itself (tests)
 // A segmented reduction's counts of the segments it leaves to its second launch, and of the first
 // launch's blocks done: the first launch counts them up from 0, and its last block takes them and

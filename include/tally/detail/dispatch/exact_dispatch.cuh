@@ -1,8 +1,8 @@
 #pragma once
-// Dispatch of the device's exact sums (tally::exact_plus; kernels/exact_kernels.cuh): the
-// blocks' launch over a grid the device holds at once, then one block that adds their sums and
-// init and rounds. The scratch holds one exact_block_sum a block, each written whole by its
-// block before the second launch reads it, so no scratch is cleared and no epoch is needed.
+// Dispatch of the device's exact sums (tally::exact_plus; kernels/exact_kernels.cuh): one launch
+// over at most the grid the device holds at once. Its accumulator lives in the control block
+// of the call's scratch, which every call leaves zero (and the runtime zeroes again after a
+// call whose launch failed), so the scratch needs no room beyond it and no epoch.
 
 #include "tally/detail/dispatch/launch.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
@@ -35,24 +35,22 @@ template <class T, class It, class Out, class Policy>
 void launch_exact_sum(It first, std::uint64_t n, T init, Out* out, host_handoff* handoff, const Policy& policy,
                       int device) {
   constexpr unsigned threads = exact_block_threads<T>;
-  constexpr auto blocks_kernel = &exact_sum_blocks_kernel<T, It>;
+  constexpr auto kernel = &exact_sum_kernel<T, It, Out>;
   std::uint64_t grid = policy.forced_grid_size();
   if (grid == 0) {
     const std::uint64_t resident =
         std::uint64_t(properties(device).multiprocessors) *
-        std::uint64_t(asked_once<exact_blocks_per_multiprocessor<threads>, blocks_kernel>(device));
+        std::uint64_t(asked_once<exact_blocks_per_multiprocessor<threads>, kernel>(device));
     const std::uint64_t wanted = (n + threads * exact_elements_per_thread - 1) / (threads * exact_elements_per_thread);
     grid = wanted < resident ? wanted : resident;
     if (grid == 0) grid = 1;
   }
-  // The finish kernel's sums of digits stay below 2^62 for fewer than 2^22 blocks.
+  // A block adds below 2^40 to each of the accumulator's digits: fewer than 2^21 blocks keep
+  // them below 2^61.
   if (grid > (std::uint64_t(1) << 21)) grid = std::uint64_t(1) << 21;
-  scratch_lease lease(device, policy.stream(), grid * sizeof(exact_block_sum<T>), handoff != nullptr);
-  auto* blocks = static_cast<exact_block_sum<T>*>(lease.scratch().partials);
-  launch_kernel<blocks_kernel>(unsigned(grid), threads, policy.stream(), device, first, n, blocks);
-  launch_kernel<exact_sum_finish_kernel<T, Out>>(1, 256, policy.stream(), device,
-                                                 static_cast<const exact_block_sum<T>*>(blocks), unsigned(grid), init,
-                                                 out, handoff);
+  scratch_lease lease(device, policy.stream(), 0, handoff != nullptr);
+  launch_kernel<kernel>(unsigned(grid), threads, policy.stream(), device, first, n, init,
+                        exact_control{lease.scratch().control}, out, handoff);
   lease.launched();
 }
 
