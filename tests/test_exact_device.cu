@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -356,6 +357,127 @@ TEST(exact_device_forms, many_host_threads_on_their_own_streams_and_on_one) {
     EXPECT_EQ(failed[t], 0) << "thread " << t;
   }
   TEST_CUDA(cudaStreamDestroy(shared));
+}
+
+
+// An exact_accumulator in device memory, added to by reduce_into under a device policy.
+template <class T>
+class device_accumulator {
+ public:
+  device_accumulator() {
+    EXPECT_EQ(cudaMalloc(&p_, sizeof(tally::exact_accumulator<T>)), cudaSuccess);
+    reset();
+  }
+  ~device_accumulator() { cudaFree(p_); }
+  device_accumulator(const device_accumulator&) = delete;
+  device_accumulator& operator=(const device_accumulator&) = delete;
+  tally::exact_accumulator<T>* get() const { return p_; }
+  void reset() {
+    const tally::exact_accumulator<T> empty;
+    EXPECT_EQ(cudaMemcpy(p_, &empty, sizeof(empty), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  tally::exact_accumulator<T> read() const {
+    tally::exact_accumulator<T> held;
+    EXPECT_EQ(cudaMemcpy(&held, p_, sizeof(held), cudaMemcpyDeviceToHost), cudaSuccess);
+    return held;
+  }
+
+ private:
+  tally::exact_accumulator<T>* p_ = nullptr;
+};
+
+// A sum that arrives in pieces, added on the device into one accumulator (or into one per piece,
+// merged on the host in a random order), has the one-call sum's bits; so does a piece added on
+// the host into the accumulator the device added to.
+TYPED_TEST(exact_device, an_accumulator_in_device_memory_takes_pieces_in_any_split) {
+  using T = TypeParam;
+  seeded s(3708);
+  SCOPED_TRACE(s.trace());
+  const auto v = any_finite<T>(300007, s.rng);
+  const T want = host_exact(v, T(0));
+  device_buffer<T> d(v);
+  for (std::size_t pieces : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(100)}) {
+    SCOPED_TRACE("pieces " + std::to_string(pieces));
+    std::vector<std::size_t> cuts = {0, v.size()};
+    while (cuts.size() < pieces + 1) cuts.push_back(s.rng() % v.size());
+    std::sort(cuts.begin(), cuts.end());
+    device_accumulator<T> one;
+    std::vector<std::unique_ptr<device_accumulator<T>>> each;
+    for (std::size_t k = 0; k < pieces; ++k) {
+      tally::reduce_into(tally::device, d.begin() + cuts[k], d.begin() + cuts[k + 1], one.get());
+      each.push_back(std::make_unique<device_accumulator<T>>());
+      tally::reduce_into(tally::device.grid_size(unsigned(1 + k % 7)), d.begin() + cuts[k], d.begin() + cuts[k + 1],
+                         each.back()->get());
+    }
+    TEST_CUDA(cudaDeviceSynchronize());
+    EXPECT_EQ(bits_of(one.read().value()), bits_of(want)) << "one accumulator";
+    std::vector<std::size_t> order(pieces);
+    for (std::size_t k = 0; k < pieces; ++k) order[k] = k;
+    std::shuffle(order.begin(), order.end(), s.rng);
+    tally::exact_accumulator<T> merged;
+    for (std::size_t k : order) merged.merge(each[k]->read());
+    EXPECT_EQ(bits_of(merged.value()), bits_of(want)) << "one accumulator a piece, merged on the host";
+  }
+  // Half on the host, into the accumulator the device added the other half to.
+  device_accumulator<T> mixed;
+  const std::size_t half = v.size() / 2;
+  tally::reduce_into(tally::device, d.begin(), d.begin() + half, mixed.get());
+  TEST_CUDA(cudaDeviceSynchronize());
+  tally::exact_accumulator<T> held = mixed.read();
+  tally::reduce_into(tally::host, v.begin() + std::ptrdiff_t(half), v.end(), &held);
+  EXPECT_EQ(bits_of(held.value()), bits_of(want)) << "device then host";
+}
+
+TYPED_TEST(exact_device, an_accumulator_keeps_special_values_and_negative_zero_across_pieces) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  const auto accumulate = [](std::initializer_list<std::vector<T>> pieces) {
+    device_accumulator<T> acc;
+    std::vector<std::unique_ptr<device_buffer<T>>> held;
+    for (const auto& piece : pieces) {
+      held.push_back(std::make_unique<device_buffer<T>>(piece));
+      tally::reduce_into(tally::device, held.back()->begin(), held.back()->end(), acc.get());
+    }
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    return acc.read().value();
+  };
+  EXPECT_TRUE(std::isnan(accumulate({std::vector<T>(100, T(1)), std::vector<T>(3, std::numeric_limits<T>::quiet_NaN())})));
+  EXPECT_TRUE(std::isnan(accumulate({std::vector<T>(10, inf), std::vector<T>(10, -inf)}))) << "+inf, then -inf";
+  EXPECT_EQ(bits_of(accumulate({std::vector<T>(10, -inf), std::vector<T>(5, T(2))})), bits_of(-inf));
+  EXPECT_EQ(bits_of(accumulate({std::vector<T>(7, -T(0)), std::vector<T>(9, -T(0))})), bits_of(-T(0)));
+  EXPECT_EQ(bits_of(accumulate({std::vector<T>(7, -T(0)), std::vector<T>(1, T(0))})), bits_of(T(0)));
+  EXPECT_EQ(bits_of(accumulate({std::vector<T>(1000, T(0.1)), std::vector<T>(1000, T(-0.1))})), bits_of(T(0)));
+}
+
+// Captured, reduce_into an accumulator adds at every replay; a null accumulator is refused.
+TEST(exact_device_forms, an_accumulator_captured_adds_at_every_replay) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3709);
+  SCOPED_TRACE(s.trace());
+  const auto v = any_finite<double>(70001, s.rng);
+  device_buffer<double> d(v);
+  device_accumulator<double> acc;
+  cudaStream_t capture, replay;
+  TEST_CUDA(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
+  TEST_CUDA(cudaStreamCreateWithFlags(&replay, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  TEST_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal));
+  tally::reduce_into(tally::device.on(capture), d.begin(), d.end(), acc.get());
+  TEST_CUDA(cudaStreamEndCapture(capture, &graph));
+  cudaGraphExec_t exec;
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  TEST_CUDA(cudaStreamDestroy(capture));
+  std::vector<double> twice = v;
+  twice.insert(twice.end(), v.begin(), v.end());
+  TEST_CUDA(cudaGraphLaunch(exec, replay));
+  TEST_CUDA(cudaGraphLaunch(exec, replay));
+  TEST_CUDA(cudaStreamSynchronize(replay));
+  EXPECT_EQ(bits_of(acc.read().value()), bits_of(host_exact(twice, 0.0)));
+  TEST_CUDA(cudaGraphExecDestroy(exec));
+  TEST_CUDA(cudaGraphDestroy(graph));
+  TEST_CUDA(cudaStreamDestroy(replay));
+  tally::exact_accumulator<double>* null_accumulator = nullptr;
+  EXPECT_THROW(tally::reduce_into(tally::device, d.begin(), d.end(), null_accumulator), std::invalid_argument);
 }
 
 }  // namespace

@@ -191,6 +191,27 @@ TALLY_HOST_DEVICE T round_exact_sum(std::int64_t* d, const exact_specials& speci
 
 }  // namespace detail
 
+template <class T>
+class exact_accumulator;
+
+namespace detail {
+// What the device's exact sums (kernels/exact_kernels.cuh) add to an exact_accumulator in device
+// memory: its digits and its special values, from device code.
+template <class T>
+struct exact_accumulator_access {
+  static TALLY_HOST_DEVICE std::int64_t* digits(exact_accumulator<T>& a) { return a.digits_; }
+  // After the device has added to the digits and normalized them.
+  static TALLY_HOST_DEVICE void after_device_addition(exact_accumulator<T>& a, bool nan, bool plus_infinity,
+                                                      bool minus_infinity, bool nonzero_sign) {
+    a.pending_ = 0;
+    a.nan_ = a.nan_ || nan;
+    a.plus_infinity_ = a.plus_infinity_ || plus_infinity;
+    a.minus_infinity_ = a.minus_infinity_ || minus_infinity;
+    a.only_negative_zeros_ = a.only_negative_zeros_ && !nonzero_sign;
+  }
+};
+}  // namespace detail
+
 // The accumulator of an exact sum: add values, merge accumulators, take the correctly rounded
 // value. Copyable; the state is a few hundred bytes (float) or about 550 bytes (double).
 template <class T>
@@ -246,6 +267,7 @@ class exact_accumulator {
   }
 
  private:
+  friend struct detail::exact_accumulator_access<T>;
   // Each word back to [0, 2^32), its carry moved to the next (normalize_exact_digits).
   void normalize() {
     detail::normalize_exact_digits(digits_, format::digits);

@@ -55,14 +55,16 @@ void launch_exact_sum(It first, std::uint64_t n, T init, Out* out, host_handoff*
 }
 
 // The exact sum of init and [first, first + n) (n > 0) on the device, rounded once, into *out or
-// the host's hand-over words (device_reduce's contract). The values must convert to T exactly.
+// the host's hand-over words (device_reduce's contract); or, where Out is exact_accumulator<T>
+// (in device-accessible memory), the sum of the range added to *out. The values must convert to T exactly.
 template <class T, class It, class Out, class Policy>
 void exact_device_reduce(It first, std::uint64_t n, T init, Out* out, host_handoff* handoff, const Policy& policy,
                          int device, const char* algorithm) {
   static_assert(converts_exactly<iterator_value_t<It>, T>(),
                 "tally::exact_plus<T>: the values must convert to T exactly (T itself; float, half or bf16 into "
                 "double; half or bf16 into float)");
-  static_assert(std::is_same_v<Out, T>, "tally::exact_plus<T>: the result is written as T");
+  static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, exact_accumulator<T>>,
+                "tally::exact_plus<T>: the result is written as T");
   check_stream_of_device(policy.stream(), device);
   if constexpr (is_contiguous_v<It>) {
     const auto* data = raw_pointer(first);

@@ -346,7 +346,8 @@ __device__ __forceinline__ void exact_double_block(It first, std::uint64_t n, co
   }
 }
 
-// The exact sum of init and [first, first + n), written to *out or handed to the host.
+// The exact sum of init and [first, first + n), written to *out or handed to the host; or, where
+// Out is exact_accumulator<T>, the sum of [first, first + n) added to *out (init unused).
 template <class T, class It, class Out>
 __global__ void __launch_bounds__(exact_block_threads<T>)
     exact_sum_kernel(It first, std::uint64_t n, T init, exact_control control, Out* out, host_handoff* handoff) {
@@ -401,7 +402,23 @@ __global__ void __launch_bounds__(exact_block_threads<T>)
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if constexpr (std::is_same_v<Out, exact_accumulator<T>>) {
+    // reduce_into an accumulator: its digits plus the call's, normalized, and its special values.
+    using access = exact_accumulator_access<T>;
+    std::int64_t* held = access::digits(*out);
+    for (unsigned k = threadIdx.x; k < unsigned(count); k += blockDim.x) total[k] += held[k];  // below 2^63
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      normalize_exact_digits(total, count);
+      const unsigned all = call_flags;
+      access::after_device_addition(*out, (all & exact_nan) != 0, (all & exact_plus_infinity) != 0,
+                                    (all & exact_minus_infinity) != 0, (all & exact_nonzero_sign) != 0);
+    }
+    __syncthreads();
+    for (unsigned k = threadIdx.x; k < unsigned(count); k += blockDim.x) held[k] = total[k];
+    (void)init;
+    (void)handoff;
+  } else if (threadIdx.x == 0) {
     unsigned all = call_flags;
     exact_add_two_pieces<T>(init, total, 1, init_flags, init_lowest, init_highest);
     all |= init_flags;
