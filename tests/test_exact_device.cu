@@ -255,6 +255,8 @@ TEST(exact_device_forms, more_than_two_to_the_31_elements) {
 // merge its bins before 2^22 terms (a round), as it does.
 TEST(exact_device_forms, a_block_merges_its_float_bins_before_they_could_round) {
   if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  // One block through 4 million elements of shared-memory additions: minutes under racecheck.
+  if (tally_test::under_sanitizer()) GTEST_SKIP() << "one block through 2^22 elements under the sanitizer";
   const std::size_t copies = (std::size_t(1) << 22) + (std::size_t(1) << 16);
   std::vector<float> v(copies, std::ldexp(float((1 << 24) - 1), -23));
   v.push_back(std::ldexp(float((1 << 23) + 1), -30));
@@ -315,8 +317,9 @@ TEST(exact_device_forms, the_control_block_is_left_zero) {
 }
 
 // Host threads summing at once: each on its own stream, all on one shared stream, on the legacy
-// and the per-thread default streams; every result has the host's bits.
-TEST(exact_device_forms, many_host_threads_on_their_own_streams_and_on_one) {
+// and the per-thread default streams; every result has the host's bits. (gpu-check runs the
+// concurrent_calls cases under memcheck only.)
+TEST(exact_device_forms, concurrent_calls_from_host_threads_on_their_own_streams_and_on_one) {
   if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
   seeded s(3707);
   SCOPED_TRACE(s.trace());
