@@ -5,11 +5,15 @@
 // transform, float into double sums, graphs and streams. Every test here skips without a GPU.
 #include "support/test_support.cuh"
 #include "tally/exact.cuh"
+#include "tally/fields.cuh"
+#include "tally/ranges.cuh"
 #include "tally/reduce.cuh"
 #include "tally/transform_reduce.cuh"
 
+#include <cuda/std/tuple>
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
+#include <thrust/copy.h>
 #include <thrust/fill.h>
 
 #include "tally/detail/dispatch/runtime.cuh"
@@ -481,6 +485,73 @@ TEST(exact_device_forms, an_accumulator_captured_adds_at_every_replay) {
   TEST_CUDA(cudaStreamDestroy(replay));
   tally::exact_accumulator<double>* null_accumulator = nullptr;
   EXPECT_THROW(tally::reduce_into(tally::device, d.begin(), d.end(), null_accumulator), std::invalid_argument);
+}
+
+
+// Exact x/y/z sums: tally::fields of exact_plus over a zip of three device arrays, over an array
+// of float3, and float fields into double sums, through reduce and reduce_into; each field has
+// the bits of the host backend's exact sum of that field (test_exact_host checks those against
+// MPFR), and a field of a captured reduce_into is replayed with the input's new values.
+TEST(exact_device_forms, exact_sums_of_fields) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3710);
+  SCOPED_TRACE(s.trace());
+  const std::size_t n = 200003;
+  const auto x = any_finite<float>(n, s.rng), y = any_finite<float>(n, s.rng);
+  std::vector<float> z(n);
+  std::uniform_real_distribution<float> unit(-1, 1);
+  for (auto& v : z) v = unit(s.rng);
+  using xyz = cuda::std::tuple<float, float, float>;
+  const auto exact3 = tally::fields(tally::exact_plus<float>{}, tally::exact_plus<float>{}, tally::exact_plus<float>{});
+  const xyz init(0.0f, -0.0f, -0.5f);
+  const auto host_points = tally::zip(x.begin(), y.begin(), z.begin());
+  const xyz want = tally::reduce(tally::host, host_points, host_points + std::ptrdiff_t(n), init, exact3);
+  EXPECT_EQ(bits_of(cuda::std::get<2>(want)), bits_of(host_exact(z, -0.5f))) << "the host's fields";
+  const auto expect_fields = [&](const xyz& got, const char* what) {
+    EXPECT_EQ(bits_of(cuda::std::get<0>(got)), bits_of(cuda::std::get<0>(want))) << what << ": x";
+    EXPECT_EQ(bits_of(cuda::std::get<1>(got)), bits_of(cuda::std::get<1>(want))) << what << ": y";
+    EXPECT_EQ(bits_of(cuda::std::get<2>(got)), bits_of(cuda::std::get<2>(want))) << what << ": z";
+  };
+  thrust::device_vector<float> dx(x.begin(), x.end()), dy(y.begin(), y.end()), dz(z.begin(), z.end());
+  const auto points = tally::zip(dx.begin(), dy.begin(), dz.begin());
+  expect_fields(tally::reduce(tally::device, points, points + std::ptrdiff_t(n), init, exact3), "zip, reduce");
+  device_value<xyz> out;
+  tally::reduce_into(tally::device, points, points + std::ptrdiff_t(n), out.get(), init, exact3);
+  TEST_CUDA(cudaDeviceSynchronize());
+  expect_fields(out.read(), "zip, reduce_into");
+  // An array of float3.
+  std::vector<float3> aos(n);
+  for (std::size_t i = 0; i < n; ++i) aos[i] = float3{x[i], y[i], z[i]};
+  device_buffer<float3> daos(aos);
+  const float3 sum3 = tally::reduce(tally::device, daos.begin(), daos.end(), float3{0.0f, -0.0f, -0.5f}, exact3);
+  expect_fields(xyz(sum3.x, sum3.y, sum3.z), "float3");
+  // Float fields into double sums.
+  using wide = cuda::std::tuple<double, double>;
+  const auto exact2 = tally::fields(tally::exact_plus<double>{}, tally::exact_plus<double>{});
+  const wide sum2 = tally::reduce(tally::device, tally::zip(dx.begin(), dz.begin()), tally::zip(dx.end(), dz.end()),
+                                  wide(0.25, 0.0), exact2);
+  EXPECT_EQ(bits_of(cuda::std::get<0>(sum2)),
+            bits_of(host_exact(std::vector<double>(x.begin(), x.end()), 0.25)));
+  EXPECT_EQ(bits_of(cuda::std::get<1>(sum2)), bits_of(host_exact(std::vector<double>(z.begin(), z.end()), 0.0)));
+  // Captured, replayed after the input changed.
+  cudaStream_t capture;
+  TEST_CUDA(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  out.poison();
+  TEST_CUDA(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal));
+  tally::reduce_into(tally::device.on(capture), points, points + std::ptrdiff_t(n), out.get(), init, exact3);
+  TEST_CUDA(cudaStreamEndCapture(capture, &graph));
+  cudaGraphExec_t exec;
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  thrust::copy(dy.begin(), dy.end(), dz.begin());  // z now holds y
+  TEST_CUDA(cudaGraphLaunch(exec, capture));
+  TEST_CUDA(cudaStreamSynchronize(capture));
+  const xyz replayed = out.read();
+  EXPECT_EQ(bits_of(cuda::std::get<2>(replayed)), bits_of(host_exact(y, -0.5f))) << "replay with z := y";
+  EXPECT_EQ(bits_of(cuda::std::get<0>(replayed)), bits_of(cuda::std::get<0>(want))) << "replay: x";
+  TEST_CUDA(cudaGraphExecDestroy(exec));
+  TEST_CUDA(cudaGraphDestroy(graph));
+  TEST_CUDA(cudaStreamDestroy(capture));
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 // nearest with ties to even, whatever their order, grouping or split.
 //
 //   T reduce(policy, first, last, T init, tally::exact_plus<T>{})      T = float or double
-//   also through transform_reduce and inner_product (the exact sum of the rounded products);
-//   segmented_reduce, reduce_by_key, reduce_rows, reduce_columns and fields under tally::host
+//   also through transform_reduce, inner_product (the exact sum of the rounded products) and
+//   tally::fields(tally::exact_plus<T>{}, ...) (x/y/z sums); segmented_reduce, reduce_by_key,
+//   reduce_rows and reduce_columns under tally::host
 //   tally::exact_accumulator<T>: add(x), merge(other), value(); and
 //   void reduce_into(policy, first, last, exact_accumulator<T>* accumulator)
 //       adds the range to *accumulator: a sum that arrives in pieces, merged in any order, has the

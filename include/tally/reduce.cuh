@@ -123,6 +123,15 @@ Acc reduce_impl(const basic_device_policy<MayForceStrategy>& policy, It first, I
     const std::uint64_t n = checked_distance(first, last, "reduce");
     const int device = current_device();
     if (n == 0) return init;
+    if constexpr (declares_exact_fields<Op>::value) {
+      // One exact sum a field, each handing its field over in a slot of its own.
+      if constexpr (check_exact_fields<Op, Acc, iterator_value_t<It>>()) {
+        return exact_fields_device_to_host(first, n, init, policy, device, "reduce",
+                                           std::make_index_sequence<field_count_v<Acc>>{});
+      } else {
+        return init;
+      }
+    }
     result_slot slot(device);
     device_reduce(first, n, init, op, static_cast<Acc*>(nullptr), slot.handoff(), policy, device, "reduce");
     Acc result;

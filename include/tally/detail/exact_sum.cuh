@@ -295,8 +295,8 @@ struct exact_plus {
   T operator()(const U&, const U&) const {
     static_assert(sizeof(U) == 0,
                   "tally::exact_plus: this algorithm or backend does not take exact sums yet (issue 37): "
-                  "tally::reduce, transform_reduce and inner_product take them under both policies, the "
-                  "segmented family and fields under tally::host");
+                  "tally::reduce, transform_reduce, inner_product and fields take them under both policies, "
+                  "the segmented family under tally::host");
     return T{};
   }
 };

@@ -265,8 +265,6 @@ void launch_reduce(const Loader& given, std::uint64_t n, Acc init, Op op, Out* o
 template <class Acc, class It, class Op, class Out, class Policy>
 void device_reduce_instantiated(It first, std::uint64_t n, Acc init, Op op, Out* out, host_handoff* handoff,
                                 const Policy& policy, int device, const char* algorithm) {
-  static_assert(!declares_exact_fields<Op>::value,
-                "tally::exact_plus: exact sums of fields are not built for the device yet (issue 37); pass tally::host");
   using V = iterator_value_t<It>;
   constexpr int vw = plan_vector_width_v<It>;
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
@@ -361,6 +359,19 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
                   "tally::exact_plus: exact sums over several GPUs are not built yet (issue 37); pass tally::device "
                   "for one GPU's range, or tally::host");
     exact_device_reduce(first, n, init, out, handoff, policy, device, algorithm);
+  } else if constexpr (declares_exact_fields<Op>::value) {
+    static_assert(std::is_same_v<Policy, device_policy> || std::is_same_v<Policy, strategy_forcing_policy>,
+                  "tally::exact_plus: exact sums over several GPUs are not built yet (issue 37); pass tally::device "
+                  "for one GPU's range, or tally::host");
+    static_assert(std::is_same_v<Out, Acc>, "tally::fields of tally::exact_plus: the result is written as init's type");
+    if constexpr (check_exact_fields<Op, Acc, iterator_value_t<It>>()) {
+      constexpr auto fields = std::make_index_sequence<field_count_v<Acc>>{};
+      if (handoff != nullptr) {
+        // tally::reduce takes this path (reduce.cuh): one result slot a field.
+        throw_invalid_argument(algorithm, "exact sums of fields hand their result to the host only through tally::reduce");
+      }
+      exact_fields_device_into(first, n, init, out, policy, device, algorithm, fields);
+    }
   } else if constexpr (is_contiguous_v<It>) {
     using elem = std::remove_cv_t<std::remove_pointer_t<decltype(raw_pointer(first))>>;
     if constexpr (runs_prebuilt_sum_v<elem, Acc, Op, Out, Policy>) {

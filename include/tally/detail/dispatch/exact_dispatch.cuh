@@ -6,13 +6,20 @@
 
 #include "tally/detail/dispatch/launch.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
+#include "tally/detail/exact_fields.cuh"
 #include "tally/detail/exact_sum.cuh"
 #include "tally/detail/kernels/exact_kernels.cuh"
 #include "tally/detail/loads/iterators.cuh"
 #include "tally/error.cuh"
 
+#include <thrust/iterator/transform_iterator.h>
+
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
+#include <utility>
 
 namespace tally::detail {
 
@@ -74,6 +81,37 @@ void exact_device_reduce(It first, std::uint64_t n, T init, Out* out, host_hando
   } else {
     launch_exact_sum<T>(first, n, init, out, handoff, policy, device);
   }
+}
+
+// Exact sums of fields (tally::fields of exact_plus operators only) on the device: one exact sum
+// a field, over each element's field I converted as init's field I, so the input is read once a
+// field. Into *out: field I's sum to field I of *out, the other bytes of *out untouched.
+template <class Acc, class It, class Policy, std::size_t... I>
+void exact_fields_device_into(It first, std::uint64_t n, Acc init, Acc* out, const Policy& policy, int device,
+                              const char* algorithm, std::index_sequence<I...>) {
+  const Acc layout{};
+  const auto field_address = [&](auto& field_of_layout) {
+    using F = std::remove_cv_t<std::remove_reference_t<decltype(field_of_layout)>>;
+    const std::ptrdiff_t offset = reinterpret_cast<const char*>(&field_of_layout) - reinterpret_cast<const char*>(&layout);
+    return reinterpret_cast<F*>(reinterpret_cast<char*>(out) + offset);
+  };
+  (exact_device_reduce(thrust::make_transform_iterator(first, exact_field_of<I, Acc>{}), n, field<I>(init),
+                       field_address(field<I>(layout)), static_cast<host_handoff*>(nullptr), policy, device, algorithm),
+   ...);
+}
+
+// The same for tally::reduce: field I's sum handed over in a result slot of its own, all taken
+// once every launch is enqueued.
+template <class Acc, class It, class Policy, std::size_t... I>
+Acc exact_fields_device_to_host(It first, std::uint64_t n, Acc init, const Policy& policy, int device,
+                                const char* algorithm, std::index_sequence<I...>) {
+  std::array<std::unique_ptr<result_slot>, sizeof...(I)> slots;
+  for (auto& slot : slots) slot = std::make_unique<result_slot>(device);
+  (exact_device_reduce(thrust::make_transform_iterator(first, exact_field_of<I, Acc>{}), n, field<I>(init),
+                       static_cast<field_t<I, Acc>*>(nullptr), slots[I]->handoff(), policy, device, algorithm),
+   ...);
+  (slots[I]->take(policy.stream(), &field<I>(init), sizeof(field_t<I, Acc>)), ...);
+  return init;
 }
 
 }  // namespace tally::detail

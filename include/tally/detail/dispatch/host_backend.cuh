@@ -4,6 +4,7 @@
 // results equal the device's bit for bit (docs/determinism.md). Operators that are not
 // commutative replay the order-preserving plan instead (ordered_reduce_tile).
 
+#include "tally/detail/exact_fields.cuh"
 #include "tally/detail/exact_sum.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/tuple_like.cuh"
@@ -271,38 +272,13 @@ struct exact_fields<Acc, std::index_sequence<I...>> {
   }
 };
 
-template <class Acc, class V, std::size_t... I>
-constexpr bool fields_convert_exactly(std::index_sequence<I...>) {
-  if constexpr (is_tuple_like_v<V> && field_count_v<V> == sizeof...(I)) {
-    return (converts_exactly<field_t<I, V>, field_t<I, Acc>>() && ...);
-  } else {
-    return false;
-  }
-}
-
-// Whether field operator I is exact_plus of field I's type, for every field.
-template <class Op, class Acc, std::size_t... I>
-constexpr bool field_operators_match(std::index_sequence<I...>) {
-  using ops_t = std::remove_cv_t<decltype(std::declval<Op&>().ops)>;
-  if constexpr (cuda::std::tuple_size<ops_t>::value == sizeof...(I)) {
-    return (std::is_same_v<typename cuda::std::tuple_element_t<I, ops_t>::accumulator_type::value_type,
-                           field_t<I, Acc>> &&
-            ...);
-  } else {
-    return false;
-  }
-}
-
 template <class Op, class Acc, class It>
 Acc exact_fields_sum(It first, std::uint64_t n, Acc init, unsigned max_threads) {
-  static_assert(field_operators_match<Op, Acc>(std::make_index_sequence<field_count_v<Acc>>{}),
-                "tally::fields of tally::exact_plus: field i of init must be exact_plus's T of operator i, one "
-                "operator per field");
-  using V = std::remove_cv_t<typename std::iterator_traits<It>::value_type>;
-  static_assert(fields_convert_exactly<Acc, V>(std::make_index_sequence<field_count_v<Acc>>{}),
-                "tally::fields of tally::exact_plus: each field of the values must convert exactly to the same field "
-                "of init (T itself; float, half or bf16 into double; half or bf16 into float)");
-  return accumulate_exactly<exact_fields<Acc>>(first, n, max_threads).value(init);
+  if constexpr (!check_exact_fields<Op, Acc, typename std::iterator_traits<It>::value_type>()) {
+    return init;  // not compiled further: the check has failed
+  } else {
+    return accumulate_exactly<exact_fields<Acc>>(first, n, max_threads).value(init);
+  }
 }
 
 // tally::reduce's plan on the host: the same tiles, trees and fold as the device.
