@@ -92,7 +92,8 @@ void exact_fields_device_into(It first, std::uint64_t n, Acc init, Acc* out, con
   const Acc layout{};
   const auto field_address = [&](auto& field_of_layout) {
     using F = std::remove_cv_t<std::remove_reference_t<decltype(field_of_layout)>>;
-    const std::ptrdiff_t offset = reinterpret_cast<const char*>(&field_of_layout) - reinterpret_cast<const char*>(&layout);
+    const std::ptrdiff_t offset =
+        reinterpret_cast<const char*>(&field_of_layout) - reinterpret_cast<const char*>(&layout);
     return reinterpret_cast<F*>(reinterpret_cast<char*>(out) + offset);
   };
   (exact_device_reduce(thrust::make_transform_iterator(first, exact_field_of<I, Acc>{}), n, field<I>(init),

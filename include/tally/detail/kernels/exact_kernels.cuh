@@ -1,9 +1,9 @@
 #pragma once
 // The device's exact sums (tally::exact_plus; docs/exact.md), one launch. Every block adds its
 // grid-stride share of the input exactly into a fixed-point integer of base-2^32 digits whose
-// unit is T's smallest subnormal (exact_sum.cuh), adds that integer's digits into the call's
-// accumulator in the control block with integer atomics, and the last block to finish adds
-// init, rounds once, publishes and leaves the accumulator zero again. Every addition is an
+// unit is T's smallest subnormal (exact_sum.cuh), adds that integer's nonzero digits into the
+// call's accumulator in the control block with integer atomics, and the last block to finish
+// adds init, rounds once, publishes and leaves the accumulator zero again. Every addition is an
 // integer addition or an exact floating-point one, so no order, grid or split can change the
 // result: no plan is needed.
 //
@@ -15,8 +15,11 @@
 //    elements (a round), and the bins start again. Per element: a shift, a mask, a conversion
 //    and one double addition in shared memory.
 //  - double: into the thread's own digits in shared memory, each term split into two pieces
-//    (its low 32 bits into one digit, the rest, below 2^52, into the next), the digits brought
-//    back to 32 bits every 1024 additions (a round).
+//    (its low 32 bits into one digit, the rest, below 2^52, into the next), the digits it
+//    touched brought back to [-2^31, 2^31) every 1024 additions (a round).
+//
+// Under reduce_into(policy, first, last, exact_accumulator*) the last block adds the call's
+// digits to the accumulator instead of rounding.
 
 #include "tally/detail/exact_sum.cuh"
 #include "tally/detail/kernels/grid_dependency.cuh"
@@ -299,7 +302,8 @@ __device__ __forceinline__ void exact_float_block(It first, std::uint64_t n, con
     ++rounds_done;
   };
   exact_visit<float, threads>(first, n, exact_bin_capacity / threads, add, end_round);
-  if (warp == 0 && lane < unsigned(count)) add_to_call(control, int(lane), static_cast<std::int64_t>(block_digits[lane]));
+  if (warp == 0 && lane < unsigned(count))
+    add_to_call(control, int(lane), static_cast<std::int64_t>(block_digits[lane]));
 }
 
 // The double sum of a block: each thread's digits, balanced every round; then the digits over
