@@ -122,6 +122,66 @@ void random_inputs_over_the_whole_range(std::uint64_t salt) {
 TEST(exact_host, random_float_inputs_over_the_whole_exponent_range) { random_inputs_over_the_whole_range<float>(1); }
 TEST(exact_host, random_double_inputs_over_the_whole_exponent_range) { random_inputs_over_the_whole_range<double>(2); }
 
+// The device's last block rounds only the window of nonzero digits (round_exact_sum's first and
+// end), and its threads keep balanced digits (balance_exact_digits, each in [-2^31, 2^31)). Both
+// must give MPFR's bits: sums of every sign, cancellations to 0 and to subnormals, and windows
+// from one digit to all of them, the integer first balanced or left as the additions made it.
+template <class T>
+void windowed_rounding_and_balanced_digits(std::uint64_t salt) {
+  using access = tally::detail::exact_accumulator_access<T>;
+  constexpr int count = tally::detail::exact_format<T>::digits;
+  seeded s(salt);
+  SCOPED_TRACE(s.trace());
+  std::uniform_real_distribution<T> unit(-1, 1);
+  std::vector<std::vector<T>> inputs;
+  for (std::size_t n : {1, 2, 5, 100, 5000}) inputs.push_back(any_finite<T>(n, s.rng));
+  for (int binades : {1, 4, 40}) {
+    std::vector<T> near(3000);
+    for (auto& x : near) x = std::ldexp(unit(s.rng), int(s.rng() % binades) - binades / 2);
+    inputs.push_back(near);
+  }
+  // Ties, where a stray bit below the window would decide the rounding.
+  const T half_ulp = std::numeric_limits<T>::epsilon() / 2;
+  inputs.push_back({T(1), half_ulp});                                                // down to even
+  inputs.push_back({T(1) + 2 * half_ulp, half_ulp});                                 // up to even
+  inputs.push_back({T(-1), -half_ulp, std::ldexp(T(1), 70), -std::ldexp(T(1), 70)});  // down, negative
+  std::vector<T> cancel = any_finite<T>(200, s.rng);
+  for (std::size_t k = 0, size = cancel.size(); k < size; ++k) cancel.push_back(-cancel[k]);
+  inputs.push_back(cancel);  // exactly 0
+  cancel.push_back(std::numeric_limits<T>::denorm_min() * T(3));
+  inputs.push_back(cancel);  // a subnormal
+  cancel.push_back(-std::numeric_limits<T>::max());
+  inputs.push_back(cancel);  // the largest negative value
+  for (const auto& v : inputs) {
+    tally::exact_accumulator<T> acc;
+    for (T x : v) acc.add(x);
+    const T want = mpfr_sum(v, T(0));
+    ASSERT_TRUE(same_bits(acc.value(), want)) << "n = " << v.size();
+    for (bool balanced : {false, true}) {
+      std::int64_t d[count];
+      std::copy(access::digits(acc), access::digits(acc) + count, d);
+      if (balanced) tally::detail::balance_exact_digits(d, count);
+      int lowest = count, highest = -1;
+      for (int k = 0; k < count; ++k)
+        if (d[k] != 0) lowest = std::min(lowest, k), highest = std::max(highest, k);
+      tally::detail::exact_specials specials;
+      specials.only_negative_zeros = false;
+      const int end = std::min(highest + 3, count);
+      // Outside the window the digits are garbage: round_exact_sum must not read them.
+      std::int64_t window[count];
+      for (int k = 0; k < count; ++k) window[k] = k >= lowest && k < end ? d[k] : std::int64_t(0x5A5A5A5A5A5A5A5A);
+      ASSERT_TRUE(same_bits(tally::detail::round_exact_sum<T>(window, specials, lowest, end), want))
+          << "n = " << v.size() << (balanced ? ", balanced" : "") << ", digits " << lowest << " to " << end;
+      std::copy(d, d + count, window);
+      ASSERT_TRUE(same_bits(tally::detail::round_exact_sum<T>(window, specials), want))
+          << "n = " << v.size() << (balanced ? ", balanced" : "") << ", every digit";
+    }
+  }
+}
+
+TEST(exact_host, windowed_rounding_and_balanced_digits_float) { windowed_rounding_and_balanced_digits<float>(12); }
+TEST(exact_host, windowed_rounding_and_balanced_digits_double) { windowed_rounding_and_balanced_digits<double>(13); }
+
 // x and -x in pairs, shuffled, around a few small values: the sum is the small values' sum.
 template <class T>
 void cancellation(std::uint64_t salt) {
