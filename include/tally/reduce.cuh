@@ -123,19 +123,17 @@ Acc reduce_impl(const basic_device_policy<MayForceStrategy>& policy, It first, I
     const std::uint64_t n = checked_distance(first, last, "reduce");
     const int device = current_device();
     if (n == 0) return init;
+    Acc result = init;
     if constexpr (declares_exact_fields<Op>::value) {
       // One exact sum a field, each handing its field over in a slot of its own.
-      if constexpr (check_exact_fields<Op, Acc, iterator_value_t<It>>()) {
-        return exact_fields_device_to_host(first, n, init, policy, device, "reduce",
-                                           std::make_index_sequence<field_count_v<Acc>>{});
-      } else {
-        return init;
-      }
+      if constexpr (check_exact_fields<Op, Acc, iterator_value_t<It>>())
+        result = exact_fields_device_to_host(first, n, init, policy, device, "reduce",
+                                             std::make_index_sequence<field_count_v<Acc>>{});
+    } else {
+      result_slot slot(device);
+      device_reduce(first, n, init, op, static_cast<Acc*>(nullptr), slot.handoff(), policy, device, "reduce");
+      slot.take(policy.stream(), &result, sizeof(Acc));
     }
-    result_slot slot(device);
-    device_reduce(first, n, init, op, static_cast<Acc*>(nullptr), slot.handoff(), policy, device, "reduce");
-    Acc result;
-    slot.take(policy.stream(), &result, sizeof(Acc));
     if (input_needs_idle_device(first, properties(device)))
       check_cuda_call(cudaStreamSynchronize(policy.stream()), "waiting for the kernel before the host may touch managed input");
     return result;
