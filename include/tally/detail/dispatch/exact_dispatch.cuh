@@ -17,7 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -106,8 +106,8 @@ void exact_fields_device_into(It first, std::uint64_t n, Acc init, Acc* out, con
 template <class Acc, class It, class Policy, std::size_t... I>
 Acc exact_fields_device_to_host(It first, std::uint64_t n, Acc init, const Policy& policy, int device,
                                 const char* algorithm, std::index_sequence<I...>) {
-  std::array<std::unique_ptr<result_slot>, sizeof...(I)> slots;
-  for (auto& slot : slots) slot = std::make_unique<result_slot>(device);
+  std::array<std::optional<result_slot>, sizeof...(I)> slots;
+  for (auto& slot : slots) slot.emplace(device);
   (exact_device_reduce(thrust::make_transform_iterator(first, exact_field_of<I, Acc>{}), n, field<I>(init),
                        static_cast<field_t<I, Acc>*>(nullptr), slots[I]->handoff(), policy, device, algorithm),
    ...);
