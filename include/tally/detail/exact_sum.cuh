@@ -308,6 +308,18 @@ inline constexpr bool is_exact_plus_v = false;
 template <class T>
 inline constexpr bool is_exact_plus_v<exact_plus<T>> = true;
 
+// The T of exact_plus<T>; Otherwise for any other operator.
+template <class Op, class Otherwise>
+struct exact_sum_type {
+  using type = Otherwise;
+};
+template <class T, class Otherwise>
+struct exact_sum_type<exact_plus<T>, Otherwise> {
+  using type = T;
+};
+template <class Op, class Otherwise>
+using exact_sum_type_t = typename exact_sum_type<Op, Otherwise>::type;
+
 // Whether Op is tally::fields of exact_plus operators only (fields_op says so by its
 // exact_fields member); the host backend checks that they match init's fields.
 template <class Op, class = void>

@@ -1,7 +1,8 @@
 #pragma once
 // Device dispatch of reduce_by_key: the runs of equal keys are found on the device
 // (kernels/key_run_kernels.cuh), then reduced as segments whose count only the device knows
-// (segmented_dispatch.cuh), each run's first value its init. Five or six launches on the
+// (segmented_dispatch.cuh), each run's first value its init; an exact sum's runs through the
+// exact segment kernels (exact_segmented_dispatch.cuh). Five or six launches on the
 // policy's stream, with no wait between them; one lease of scratch holds the head bits, the
 // tiles' run numbers, the runs' starts and the segmented reduction's lists.
 
@@ -22,7 +23,6 @@ template <class Acc, class KeysIt, class ValuesIt, class KeysOut, class ValuesOu
 void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut keys_out, ValuesOut values_out,
                           KeyEqual key_equal, Op op, Count* count_out, host_handoff* handoff, const Policy& policy,
                           int device) {
-  static_assert(!is_exact_plus_v<Op>, "tally::exact_plus: the device backend of exact sums is not built yet (issue 37); pass tally::host");
   static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
                 "tally::reduce_by_key: the device backend takes values of at most 64 bytes");
   constexpr int vw = plan_vector_width_v<ValuesIt>;
@@ -36,7 +36,12 @@ void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut
   const std::size_t tile_bytes = round_up_64(std::size_t(tiles) * sizeof(std::uint32_t));
   const std::size_t head_bytes = round_up_64(std::size_t(words) * sizeof(unsigned int));
   const std::size_t start_bytes = round_up_64(std::size_t(n + 1) * sizeof(std::uint32_t));
-  const std::size_t segmented_bytes = is_commutative_v<Op> ? shape.total() : 0;
+  // An exact sum's runs longer than its warps sum: at most n / (exact_warp_segment_max + 1).
+  using exact_t = exact_sum_type_t<Op, float>;
+  const exact_segmented_shape exact_shape =
+      is_exact_plus_v<Op> ? exact_segmented_shape_for<exact_t>(n / (exact_warp_segment_max + 1) + 1, 0)
+                          : exact_segmented_shape{};
+  const std::size_t segmented_bytes = is_exact_plus_v<Op> ? exact_shape.total() : is_commutative_v<Op> ? shape.total() : 0;
   scratch_lease lease(device, policy.stream(), runs_bytes + tile_bytes + head_bytes + start_bytes + segmented_bytes,
                       count_out == nullptr);
   unsigned char* at = static_cast<unsigned char*>(lease.scratch().partials);
@@ -60,12 +65,18 @@ void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut
                               keys, n, static_cast<const unsigned int*>(heads),
                               static_cast<const std::uint32_t*>(tile_counts), tiles, starts, keys_out);
 
-  const key_run_bounds<ValuesIt, Acc> bounds{starts, values};
   const segment_count_source runs_count{count.segments, runs, count.id_room};
-  if constexpr (is_commutative_v<Op>) {
+  if constexpr (is_exact_plus_v<Op>) {
+    // The run's first value is its init, added exactly like the rest.
+    const key_run_bounds<ValuesIt, exact_t> bounds{starts, values};
+    launch_exact_segmented_in(lease.scratch(), segmented_at, exact_shape, values, bounds, n, runs, values_out,
+                              exact_t(0), policy, device);
+  } else if constexpr (is_commutative_v<Op>) {
+    const key_run_bounds<ValuesIt, Acc> bounds{starts, values};
     launch_commutative_segmented_in(lease.scratch(), segmented_at, shape, values, bounds, runs_count, values_out,
                                     Acc{}, op, policy, device);
   } else {
+    const key_run_bounds<ValuesIt, Acc> bounds{starts, values};
     launch_ordered_segmented(values, bounds, runs_count, values_out, Acc{}, op, policy, device);
   }
   lease.launched();

@@ -3,6 +3,7 @@
 // chains, then the launches of kernels/segmented_kernels.cuh on the policy's stream.
 
 #include "tally/detail/dispatch/device_dispatch.cuh"
+#include "tally/detail/dispatch/exact_segmented_dispatch.cuh"
 #include "tally/detail/dispatch/launch.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
 #include "tally/detail/kernels/segmented_kernels.cuh"
@@ -132,15 +133,18 @@ void launch_ordered_segmented(It first, Bounds bounds, const segment_count_sourc
 // Reduces `segments` segments of the input at `first` (a device-readable iterator) into
 // out[0, segments). longest: an upper bound of the segments' sizes where the host knows one
 // (the fixed-size form), else 0: then every launch is made, and the device decides. An operator
-// that is not commutative takes a block per segment in the ordered plan.
+// that is not commutative takes a block per segment in the ordered plan; an exact sum
+// (tally::exact_plus) its own kernels (exact_segmented_dispatch.cuh).
 template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
 void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, std::uint64_t longest, OutIt out,
                              Acc init, Op op, const Policy& policy, int device) {
-  static_assert(!is_exact_plus_v<Op>, "tally::exact_plus: the device backend of exact sums is not built yet (issue 37); pass tally::host");
   static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
                 "tally::segmented_reduce: the device backend takes accumulators (init's type) of at most 64 bytes");
   const segment_count_source count{segments, nullptr, segments};
-  if constexpr (is_commutative_v<Op>) {
+  if constexpr (is_exact_plus_v<Op>) {
+    static_assert(std::is_same_v<Op, exact_plus<Acc>>, "tally::exact_plus<T>: init must be a T");
+    device_exact_segmented(first, bounds, segments, longest, out, init, policy, device);
+  } else if constexpr (is_commutative_v<Op>) {
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
     scratch_lease lease(device, policy.stream(), shape.total(), false);
     launch_commutative_segmented_in(lease.scratch(), static_cast<unsigned char*>(lease.scratch().partials), shape,
