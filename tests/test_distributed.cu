@@ -11,6 +11,7 @@
 // with the reason.
 
 #include <tally/distributed.cuh>
+#include <tally/exact.cuh>
 #include <tally/fields.cuh>
 #include <tally/logical.cuh>
 
@@ -34,6 +35,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -261,6 +263,89 @@ void check_family(const rank_context& ctx) {
   EXPECT_NEAR(thrust::get<2>(got), exact_z, 1e-6 * n);
 }
 
+// Exact sums (tally::exact_plus): every rank gets the exact sum of init and the whole range,
+// rounded once, whatever the split, with or without .shard(): the host's exact bits and the
+// single GPU's. Values over the whole exponent range; special values met on one rank only, or
+// opposite infinities on two; -0 everywhere; empty shards; reduce_into captured and replayed;
+// a transform of float squares into double sums.
+template <class T>
+void check_exact_sums(const rank_context& ctx) {
+  seeded s(7700 + sizeof(T));
+  const auto host_exact = [](const std::vector<T>& v, T init) {
+    return tally::reduce(tally::host, v.begin(), v.end(), init, tally::exact_plus<T>{});
+  };
+  const auto expect_exact = [&](const std::vector<T>& values, T init, const std::string& what) {
+    SCOPED_TRACE(what + ", n = " + std::to_string(values.size()));
+    const T want = host_exact(values, init);
+    for (bool uneven : {false, true}) {
+      auto data = uneven ? split_unevenly(ctx, values) : split_on_plan(ctx, values);
+      const T got = tally::reduce(ctx.policy(), data.mine.begin(), data.mine.end(), init, tally::exact_plus<T>{});
+      EXPECT_EQ(bits_of(got), bits_of(want)) << (uneven ? "uneven split" : "plan split") << ": " << got << " against " << want;
+      const T with_shard = tally::reduce(ctx.policy().shard(data.offset, values.size()), data.mine.begin(),
+                                         data.mine.end(), init, tally::exact_plus<T>{});
+      EXPECT_EQ(bits_of(with_shard), bits_of(want)) << "with .shard()";
+      if (!uneven && !values.empty()) {
+        const T single = tally::reduce(tally::device, data.whole.begin(), data.whole.end(), init, tally::exact_plus<T>{});
+        EXPECT_EQ(bits_of(single), bits_of(want)) << "one GPU";
+      }
+      expect_same_on_every_rank(ctx, got, what);
+    }
+  };
+  for (std::size_t n : distributed_sizes()) expect_exact(any_finite<T>(n, s.rng), any_finite<T>(1, s.rng)[0], "any finite");
+  const std::size_t n = 100003;
+  const T inf = std::numeric_limits<T>::infinity();
+  auto values = any_finite<T>(n, s.rng);
+  values[n - 3] = std::numeric_limits<T>::quiet_NaN();  // on the last rank only
+  expect_exact(values, T(1), "NaN on one rank");
+  values = any_finite<T>(n, s.rng);
+  values[2] = inf;
+  values[n - 2] = -inf;
+  expect_exact(values, T(1), "+inf and -inf on different ranks");
+  values[n - 2] = T(5);
+  expect_exact(values, T(1), "+inf on one rank");
+  expect_exact(std::vector<T>(n, -T(0)), -T(0), "-0 everywhere, init -0");
+  expect_exact(std::vector<T>(n, -T(0)), T(0), "-0 everywhere, init +0");
+  expect_exact(std::vector<T>(3, std::numeric_limits<T>::max()), T(0), "overflow across ranks");
+  expect_exact(std::vector<T>(1, T(2)), T(0.5), "one element: the other ranks' shards are empty");
+
+  // reduce_into, directly and captured in a graph replayed three times.
+  values = any_finite<T>(n, s.rng);
+  auto data = split_unevenly(ctx, values);
+  const T want = host_exact(values, T(-3));
+  device_value<T> out;
+  tally::reduce_into(ctx.policy(), data.mine.begin(), data.mine.end(), out.get(), T(-3), tally::exact_plus<T>{});
+  TEST_CUDA(cudaStreamSynchronize(ctx.stream));
+  EXPECT_EQ(bits_of(out.read()), bits_of(want)) << "reduce_into";
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  TEST_CUDA(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
+  tally::reduce_into(ctx.policy(), data.mine.begin(), data.mine.end(), out.get(), T(-3), tally::exact_plus<T>{});
+  TEST_CUDA(cudaStreamEndCapture(ctx.stream, &graph));
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    out.poison();
+    TEST_CUDA(cudaGraphLaunch(exec, ctx.stream));
+    TEST_CUDA(cudaStreamSynchronize(ctx.stream));
+    EXPECT_EQ(bits_of(out.read()), bits_of(want)) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  if constexpr (sizeof(T) == 8) {
+    // Float squares into double sums (each product exact in double), through transform_reduce.
+    const auto floats = any_finite<float>(n, s.rng);
+    std::vector<double> squares(n);
+    for (std::size_t k = 0; k < n; ++k) squares[k] = double(floats[k]) * double(floats[k]);
+    auto shards = split_unevenly(ctx, floats);
+    const auto square = [] __host__ __device__(float x) { return double(x) * double(x); };
+    const double got = tally::transform_reduce(ctx.policy(), shards.mine.begin(), shards.mine.end(), square, 0.0,
+                                               tally::exact_plus<double>{});
+    EXPECT_EQ(bits_of(got), bits_of(tally::reduce(tally::host, squares.begin(), squares.end(), 0.0,
+                                                  tally::exact_plus<double>{})))
+        << "transform_reduce";
+  }
+}
+
 // The extrema return global positions: the first of equal values across ranks.
 void check_extrema(const rank_context& ctx) {
   for (std::size_t n : {std::size_t(1), std::size_t(4097), std::size_t(1) << 20}) {
@@ -434,6 +519,8 @@ const std::vector<std::pair<std::string, rank_check>>& every_check() {
       {"reduce_into_and_graph_replays", check_into_and_graphs},
       {"same_bits_run_to_run", check_run_to_run},
       {"faults_are_refused_on_every_rank", check_faults},
+      {"exact_float_sums_of_any_split", check_exact_sums<float>},
+      {"exact_double_sums_of_any_split", check_exact_sums<double>},
   };
   return checks;
 }

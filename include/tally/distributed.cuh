@@ -26,8 +26,13 @@
 //
 // The extrema return global positions (offset + the position in the shard), or -1 when
 // every shard is empty.
+//
+// An exact sum (tally::exact_plus<T>, through reduce, reduce_into, transform_reduce and
+// inner_product) gives every rank the exact sum of init and the whole range, rounded once: the
+// bits of the exact sum on one GPU or the host, whatever the split, with or without .shard().
 
 #include "tally/detail/dispatch/distributed_dispatch.cuh"
+#include "tally/detail/dispatch/distributed_exact_dispatch.cuh"
 #include "tally/execution_policy.cuh"
 #include "tally/extrema.cuh"
 #include "tally/reduce.cuh"
@@ -94,17 +99,30 @@ namespace detail {
 // The algorithms' entry under an NCCL policy. The family's generic code (transform_reduce,
 // count, the logical algorithms) calls reduce_impl and reduce_into_impl unqualified, and finds
 // these by the policy's namespace.
-// Exact sums (exact_plus, or fields of them) have no combine across ranks yet.
+// Exact sums (exact_plus) take their own combine (distributed_exact_dispatch.cuh); fields of
+// exact sums have none across ranks yet.
 template <class Op>
-inline constexpr bool refuses_exact_sums_v = is_exact_plus_v<Op> || declares_exact_fields<Op>::value;
+inline constexpr bool refuses_exact_sums_v = declares_exact_fields<Op>::value;
 
 template <class Acc, class It, class Op>
 Acc reduce_impl(const nccl_policy& policy, It first, It last, Acc init, Op op) {
   check_operator<Acc, Op, iterator_value_t<It>>();
-  static_assert(!refuses_exact_sums_v<Op>, "tally::exact_plus: exact sums over several GPUs are not built yet "
-                                           "(issue 37); pass tally::device for one GPU's range, or tally::host");
+  static_assert(!refuses_exact_sums_v<Op>, "tally::fields of tally::exact_plus: exact sums of fields over several "
+                                           "GPUs are not built yet (issue 37); sum each field with tally::exact_plus");
   if constexpr (!operator_fits_v<Acc, Op, iterator_value_t<It>> || !moves_as_bytes_v<Acc> || refuses_exact_sums_v<Op>) {
     return init;
+  } else if constexpr (is_exact_plus_v<Op>) {
+    static_assert(std::is_same_v<Op, exact_plus<Acc>>, "tally::exact_plus<T>: init must be a T");
+    const char* algorithm = current_algorithm() ? current_algorithm() : "reduce";
+    algorithm_scope scope(algorithm);
+    const std::uint64_t n = checked_distance(first, last, algorithm);
+    const nccl_policy p = normalize_policy(policy);
+    const int device = current_device();
+    result_slot slot(device);
+    distributed_exact_sum(p, first, n, init, static_cast<Acc*>(nullptr), slot.handoff(), device, algorithm);
+    Acc result;
+    slot.take(p.stream(), &result, sizeof(result));
+    return result;
   } else {
     static_assert(sizeof(checked_shard_result<Acc>) <= max_accumulator_bytes,
                   "tally: a distributed reduce hands its value and a status word to the host: 252 bytes at most");
@@ -130,8 +148,8 @@ void reduce_into_impl(const nccl_policy& policy, It first, It last, OutIt out, A
   check_operator<Acc, Op, iterator_value_t<It>>();
   static_assert(is_contiguous_v<OutIt>,
                 "tally::reduce_into: out must be a pointer, thrust::device_ptr or a device_vector iterator");
-  static_assert(!refuses_exact_sums_v<Op>, "tally::exact_plus: exact sums over several GPUs are not built yet "
-                                           "(issue 37); pass tally::device for one GPU's range, or tally::host");
+  static_assert(!refuses_exact_sums_v<Op>, "tally::fields of tally::exact_plus: exact sums of fields over several "
+                                           "GPUs are not built yet (issue 37); sum each field with tally::exact_plus");
   if constexpr (operator_fits_v<Acc, Op, iterator_value_t<It>> && is_contiguous_v<OutIt> && moves_as_bytes_v<Acc> &&
                 !refuses_exact_sums_v<Op>) {
     algorithm_scope scope(algorithm);
@@ -142,7 +160,13 @@ void reduce_into_impl(const nccl_policy& policy, It first, It last, OutIt out, A
     using out_t = std::remove_cv_t<std::remove_pointer_t<decltype(const_out)>>;
     auto* out_ptr = const_cast<out_t*>(const_out);
     check_device_accessible(out_ptr, properties(device), algorithm, "out");
-    distributed_reduce(p, first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), device, algorithm);
+    if constexpr (is_exact_plus_v<Op>) {
+      static_assert(std::is_same_v<Op, exact_plus<Acc>> && std::is_same_v<out_t, Acc>,
+                    "tally::exact_plus<T>: init must be a T, and the result is written as T");
+      distributed_exact_sum(p, first, n, init, out_ptr, static_cast<host_handoff*>(nullptr), device, algorithm);
+    } else {
+      distributed_reduce(p, first, n, init, op, out_ptr, static_cast<host_handoff*>(nullptr), device, algorithm);
+    }
   }
 }
 

@@ -200,6 +200,14 @@ namespace detail {
 template <class T>
 struct exact_accumulator_access {
   static TALLY_HOST_DEVICE std::int64_t* digits(exact_accumulator<T>& a) { return a.digits_; }
+  static TALLY_HOST_DEVICE exact_specials specials(const exact_accumulator<T>& a) {
+    exact_specials s;
+    s.nan = a.nan_;
+    s.plus_infinity = a.plus_infinity_;
+    s.minus_infinity = a.minus_infinity_;
+    s.only_negative_zeros = a.only_negative_zeros_;
+    return s;
+  }
   // After the device has added to the digits and normalized them.
   static TALLY_HOST_DEVICE void after_device_addition(exact_accumulator<T>& a, bool nan, bool plus_infinity,
                                                       bool minus_infinity, bool nonzero_sign) {

@@ -38,12 +38,14 @@ struct exact_blocks_per_multiprocessor {
 // Each thread's first loads take at least this many elements before a block more is worth it.
 inline constexpr std::uint64_t exact_elements_per_thread = 32;
 
-template <class T, class It, class Out, class Policy>
-void launch_exact_sum(It first, std::uint64_t n, T init, Out* out, host_handoff* handoff, const Policy& policy,
-                      int device) {
+// Launches the exact sum into the control block `control` of scratch the caller leased, on
+// `stream`; forced_grid: a grid the caller forces (tests), or 0.
+template <class T, class It, class Out>
+void launch_exact_sum_in(unsigned int* control, It first, std::uint64_t n, T init, Out* out, host_handoff* handoff,
+                         cudaStream_t stream, std::uint64_t forced_grid, int device) {
   constexpr unsigned threads = exact_block_threads<T>;
   constexpr auto kernel = &exact_sum_kernel<T, It, Out>;
-  std::uint64_t grid = policy.forced_grid_size();
+  std::uint64_t grid = forced_grid;
   if (grid == 0) {
     const std::uint64_t resident =
         std::uint64_t(properties(device).multiprocessors) *
@@ -55,10 +57,31 @@ void launch_exact_sum(It first, std::uint64_t n, T init, Out* out, host_handoff*
   // A block adds below 2^40 to each of the accumulator's digits: fewer than 2^21 blocks keep
   // them below 2^61.
   if (grid > (std::uint64_t(1) << 21)) grid = std::uint64_t(1) << 21;
+  launch_kernel<kernel>(unsigned(grid), threads, stream, device, first, n, init, exact_control{control}, out, handoff);
+}
+
+template <class T, class It, class Out, class Policy>
+void launch_exact_sum(It first, std::uint64_t n, T init, Out* out, host_handoff* handoff, const Policy& policy,
+                      int device) {
   scratch_lease lease(device, policy.stream(), 0, handoff != nullptr);
-  launch_kernel<kernel>(unsigned(grid), threads, policy.stream(), device, first, n, init,
-                        exact_control{lease.scratch().control}, out, handoff);
+  launch_exact_sum_in<T>(lease.scratch().control, first, n, init, out, handoff, policy.stream(),
+                         policy.forced_grid_size(), device);
   lease.launched();
+}
+
+// A contiguous input as the exact-sum kernels read it: its raw pointer to const, checked to be
+// device-accessible; any other iterator as it is.
+template <class It>
+auto exact_readable(It first, int device, const char* algorithm) {
+  if constexpr (is_contiguous_v<It>) {
+    const auto* data = raw_pointer(first);
+    check_device_accessible(data, properties(device), algorithm, "the input range");
+    using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
+    return static_cast<const elem*>(data);
+  } else {
+    (void)device, (void)algorithm;
+    return first;
+  }
 }
 
 // The exact sum of init and [first, first + n) (n > 0) on the device, rounded once, into *out or
@@ -73,14 +96,7 @@ void exact_device_reduce(It first, std::uint64_t n, T init, Out* out, host_hando
   static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, exact_accumulator<T>>,
                 "tally::exact_plus<T>: the result is written as T");
   check_stream_of_device(policy.stream(), device);
-  if constexpr (is_contiguous_v<It>) {
-    const auto* data = raw_pointer(first);
-    check_device_accessible(data, properties(device), algorithm, "the input range");
-    using elem = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
-    launch_exact_sum<T>(static_cast<const elem*>(data), n, init, out, handoff, policy, device);
-  } else {
-    launch_exact_sum<T>(first, n, init, out, handoff, policy, device);
-  }
+  launch_exact_sum<T>(exact_readable(first, device, algorithm), n, init, out, handoff, policy, device);
 }
 
 // Exact sums of fields (tally::fields of exact_plus operators only) on the device: one exact sum
