@@ -354,15 +354,16 @@ void device_reduce(It first, std::uint64_t n, Acc init, Op op, Out* out, host_ha
                    const Policy& policy, int device, const char* algorithm) {
   if constexpr (is_exact_plus_v<Op>) {
     static_assert(std::is_same_v<Op, exact_plus<Acc>>, "tally::exact_plus<T>: init must be a T");
-    // Under tally::nccl the call is one rank's shard: its exact sum alone would not be the answer.
+    // Under tally::nccl the call is one rank's shard, whose exact sum alone is not the answer:
+    // distributed.cuh sends exact sums to distributed_exact_sum before they could come here.
     static_assert(std::is_same_v<Policy, device_policy> || std::is_same_v<Policy, strategy_forcing_policy>,
-                  "tally::exact_plus: exact sums over several GPUs are not built yet (issue 37); pass tally::device "
-                  "for one GPU's range, or tally::host");
+                  "tally::exact_plus: a rank's shard reached the one-GPU exact sum; exact sums under tally::nccl "
+                  "go through distributed_exact_sum");
     exact_device_reduce(first, n, init, out, handoff, policy, device, algorithm);
   } else if constexpr (declares_exact_fields<Op>::value) {
     static_assert(std::is_same_v<Policy, device_policy> || std::is_same_v<Policy, strategy_forcing_policy>,
-                  "tally::exact_plus: exact sums over several GPUs are not built yet (issue 37); pass tally::device "
-                  "for one GPU's range, or tally::host");
+                  "tally::fields of tally::exact_plus: exact sums of fields over several GPUs are not built yet "
+                  "(issue 37); sum each field with tally::exact_plus");
     static_assert(std::is_same_v<Out, Acc>, "tally::fields of tally::exact_plus: the result is written as init's type");
     if constexpr (check_exact_fields<Op, Acc, iterator_value_t<It>>()) {
       constexpr auto fields = std::make_index_sequence<field_count_v<Acc>>{};
