@@ -187,30 +187,11 @@ struct exact_thread_sum {
   }
 };
 
-// The smallest, largest and OR of the warp's values, in every lane.
-__device__ __forceinline__ unsigned warp_min_of(unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(0xFFFFFFFFu, v);
-#else
-  for (int delta = 16; delta > 0; delta /= 2) v = min(v, __shfl_xor_sync(0xFFFFFFFFu, v, delta));
+// The warp's values combined (min, max, or), in every lane: a butterfly of shuffles.
+template <class Combine>
+__device__ __forceinline__ unsigned warp_combined(unsigned v, Combine combine) {
+  for (int delta = 16; delta > 0; delta /= 2) v = combine(v, __shfl_xor_sync(0xFFFFFFFFu, v, delta));
   return v;
-#endif
-}
-__device__ __forceinline__ unsigned warp_max_of(unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_max_sync(0xFFFFFFFFu, v);
-#else
-  for (int delta = 16; delta > 0; delta /= 2) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, delta));
-  return v;
-#endif
-}
-__device__ __forceinline__ unsigned warp_or_of(unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_or_sync(0xFFFFFFFFu, v);
-#else
-  for (int delta = 16; delta > 0; delta /= 2) v |= __shfl_xor_sync(0xFFFFFFFFu, v, delta);
-  return v;
-#endif
 }
 
 // Sums the warp's digits into lane 0's (every other lane's left zero) and the flags into every
@@ -218,9 +199,9 @@ __device__ __forceinline__ unsigned warp_or_of(unsigned v) {
 template <class T>
 __device__ __forceinline__ void gather_warp_digits(exact_thread_sum<T>& mine) {
   mine.balance();
-  const unsigned lowest = warp_min_of(mine.lowest);
-  const unsigned highest = warp_max_of(mine.highest);
-  mine.flags = warp_or_of(mine.flags);
+  const unsigned lowest = warp_combined(mine.lowest, [](unsigned a, unsigned b) { return a < b ? a : b; });
+  const unsigned highest = warp_combined(mine.highest, [](unsigned a, unsigned b) { return a > b ? a : b; });
+  mine.flags = warp_combined(mine.flags, [](unsigned a, unsigned b) { return a | b; });
   const unsigned lane = threadIdx.x % 32;
   for (unsigned k = lowest; k <= highest && k < unsigned(exact_format<T>::digits); ++k) {
     std::int64_t digit = mine.digits[k];
