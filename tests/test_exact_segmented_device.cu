@@ -5,11 +5,14 @@
 // blocks, or a block. Outputs are poisoned before each run. Every test here skips without a GPU.
 #include "support/test_support.cuh"
 #include "tally/exact.cuh"
+#include "tally/fields.cuh"
+#include "tally/ranges.cuh"
 #include "tally/matrix_reduce.cuh"
 #include "tally/reduce.cuh"
 #include "tally/reduce_by_key.cuh"
 #include "tally/segmented_reduce.cuh"
 
+#include <cuda/std/tuple>
 #include <thrust/device_vector.h>
 #include <thrust/functional.h>
 
@@ -388,6 +391,60 @@ TYPED_TEST(exact_segmented_device, reduce_by_key_sums_each_run_exactly) {
   ASSERT_EQ(std::size_t(run_count[0]), count);
   thrust::copy(values_out.begin(), values_out.begin() + count, got.begin());
   for (std::size_t r = 0; r < count; ++r) ASSERT_EQ(bits_of(got[r]), bits_of(want_values[r])) << "run " << r << " (into)";
+}
+
+// Exact x/y/z sums per segment (tally::fields of exact_plus): over a zip of device arrays in the
+// offsets form, and over the rows of an array of float3 in the fixed-size form; each
+// segment's fields with the host's bits, the other fields of out left as each pass wrote them.
+TEST(exact_segmented_device_forms, exact_sums_of_fields_per_segment) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3811);
+  SCOPED_TRACE(s.trace());
+  const std::vector<std::size_t> sizes = {0, 1, 5, 64, 65, 4097, 30000, 3, 100};
+  std::vector<std::int64_t> offsets{0};
+  for (std::size_t size : sizes) offsets.push_back(offsets.back() + std::int64_t(size));
+  const std::size_t n = std::size_t(offsets.back());
+  const auto x = any_finite<float>(n, s.rng), y = any_finite<float>(n, s.rng), z = any_finite<float>(n, s.rng);
+  using xyz = cuda::std::tuple<float, float, float>;
+  const auto exact3 = tally::fields(tally::exact_plus<float>{}, tally::exact_plus<float>{}, tally::exact_plus<float>{});
+  const xyz init(0.5f, -0.0f, 2.0f);
+  std::vector<xyz> want(sizes.size());
+  const auto host_points = tally::zip(x.begin(), y.begin(), z.begin());
+  tally::segmented_reduce(tally::host, host_points, offsets.begin(), offsets.end(), want.begin(), init, exact3);
+  const thrust::device_vector<float> dx(x.begin(), x.end()), dy(y.begin(), y.end()), dz(z.begin(), z.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  thrust::device_vector<xyz> out(sizes.size());
+  TEST_CUDA(cudaMemset(thrust::raw_pointer_cast(out.data()), 0xA5, sizes.size() * sizeof(xyz)));
+  const auto points = tally::zip(dx.begin(), dy.begin(), dz.begin());
+  tally::segmented_reduce(tally::device, points, d_offsets.begin(), d_offsets.end(), out.begin(), init, exact3);
+  TEST_CUDA(cudaDeviceSynchronize());
+  std::vector<xyz> got(sizes.size());
+  thrust::copy(out.begin(), out.end(), got.begin());
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    EXPECT_EQ(bits_of(cuda::std::get<0>(got[k])), bits_of(cuda::std::get<0>(want[k]))) << "segment " << k << ": x";
+    EXPECT_EQ(bits_of(cuda::std::get<1>(got[k])), bits_of(cuda::std::get<1>(want[k]))) << "segment " << k << ": y";
+    EXPECT_EQ(bits_of(cuda::std::get<2>(got[k])), bits_of(cuda::std::get<2>(want[k]))) << "segment " << k << ": z";
+    EXPECT_EQ(bits_of(cuda::std::get<0>(got[k])),
+              bits_of(host_exact(x.data() + offsets[k], sizes[k], 0.5f))) << "segment " << k << ": x alone";
+  }
+  // Rows of an array of float3.
+  const std::size_t rows = 700, cols = 70;
+  std::vector<float3> aos(rows * cols);
+  for (std::size_t i = 0; i < aos.size(); ++i) aos[i] = float3{x[i % n], y[(i * 7) % n], z[(i * 13) % n]};
+  const thrust::device_vector<float3> daos(aos.begin(), aos.end());
+  thrust::device_vector<float3> row_sums(rows);
+  TEST_CUDA(cudaMemset(thrust::raw_pointer_cast(row_sums.data()), 0xA5, rows * sizeof(float3)));
+  tally::segmented_reduce(tally::device, daos.begin(), std::int64_t(rows), std::int64_t(cols), row_sums.begin(),
+                          float3{0.0f, 1.0f, -0.0f}, exact3);
+  std::vector<float3> want_rows(rows), got_rows(rows);
+  tally::segmented_reduce(tally::host, aos.begin(), std::int64_t(rows), std::int64_t(cols), want_rows.begin(),
+                          float3{0.0f, 1.0f, -0.0f}, exact3);
+  thrust::copy(row_sums.begin(), row_sums.end(), got_rows.begin());
+  for (std::size_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(bits_of(got_rows[r].x), bits_of(want_rows[r].x)) << "row " << r;
+    ASSERT_EQ(bits_of(got_rows[r].y), bits_of(want_rows[r].y)) << "row " << r;
+    ASSERT_EQ(bits_of(got_rows[r].z), bits_of(want_rows[r].z)) << "row " << r;
+  }
 }
 
 // A captured call replayed on other streams, after the input changed, and the control-block words

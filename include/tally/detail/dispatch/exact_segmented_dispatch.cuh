@@ -4,6 +4,7 @@
 // segment may be longer than a warp sums.
 
 #include "tally/detail/dispatch/exact_dispatch.cuh"
+#include "tally/detail/exact_fields.cuh"
 #include "tally/detail/dispatch/launch.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
 #include "tally/detail/kernels/exact_segment_kernels.cuh"
@@ -11,7 +12,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
+#include <utility>
+
+#include <thrust/iterator/transform_iterator.h>
 
 namespace tally::detail {
 
@@ -89,6 +94,29 @@ void device_exact_segmented(It first, Bounds bounds, std::uint64_t segments, std
   launch_exact_segmented_in(lease.scratch(), static_cast<unsigned char*>(lease.scratch().partials), shape, first,
                             bounds, segments, nullptr, out, init, policy, device);
   lease.launched();
+}
+
+// Writes field I of out[s] and leaves its other bytes alone: the output of one field's exact sums.
+template <std::size_t I, class Acc>
+struct field_output {
+  using difference_type = std::ptrdiff_t;
+  using value_type = field_t<I, Acc>;
+  using pointer = value_type*;
+  using reference = value_type&;
+  using iterator_category = std::random_access_iterator_tag;
+  Acc* out;
+  __host__ __device__ value_type& operator[](difference_type s) const { return field<I>(out[s]); }
+};
+
+// Exact sums of fields (tally::fields of exact_plus operators only) per segment: one exact
+// segmented reduction a field, over each element's field I converted as init's field I, into
+// field I of out[s].
+template <class Acc, class It, class Bounds, class Policy, std::size_t... I>
+void device_exact_fields_segmented(It first, Bounds bounds, std::uint64_t segments, std::uint64_t longest, Acc* out,
+                                   Acc init, const Policy& policy, int device, std::index_sequence<I...>) {
+  (device_exact_segmented(thrust::make_transform_iterator(first, exact_field_of<I, Acc>{}), bounds, segments, longest,
+                          field_output<I, Acc>{out}, field<I>(init), policy, device),
+   ...);
 }
 
 }  // namespace tally::detail

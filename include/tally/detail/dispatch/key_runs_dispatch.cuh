@@ -23,6 +23,9 @@ template <class Acc, class KeysIt, class ValuesIt, class KeysOut, class ValuesOu
 void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut keys_out, ValuesOut values_out,
                           KeyEqual key_equal, Op op, Count* count_out, host_handoff* handoff, const Policy& policy,
                           int device) {
+  static_assert(!declares_exact_fields<Op>::value,
+                "tally::reduce_by_key: exact sums of fields per key run are not built on the device yet (issue 37); "
+                "reduce each field with tally::exact_plus, or pass tally::host");
   static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
                 "tally::reduce_by_key: the device backend takes values of at most 64 bytes");
   constexpr int vw = plan_vector_width_v<ValuesIt>;

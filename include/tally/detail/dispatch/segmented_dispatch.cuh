@@ -144,6 +144,16 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
   if constexpr (is_exact_plus_v<Op>) {
     static_assert(std::is_same_v<Op, exact_plus<Acc>>, "tally::exact_plus<T>: init must be a T");
     device_exact_segmented(first, bounds, segments, longest, out, init, policy, device);
+  } else if constexpr (declares_exact_fields<Op>::value) {
+    static_assert(std::is_pointer_v<OutIt>,
+                  "tally::fields of tally::exact_plus per segment: out must be contiguous (a pointer, "
+                  "thrust::device_ptr or a device_vector iterator) of init's type");
+    if constexpr (check_exact_fields<Op, Acc, iterator_value_t<It>>() && std::is_pointer_v<OutIt>) {
+      static_assert(std::is_same_v<std::remove_cv_t<std::remove_pointer_t<OutIt>>, Acc>,
+                    "tally::fields of tally::exact_plus per segment: out's elements must be init's type");
+      device_exact_fields_segmented(first, bounds, segments, longest, out, init, policy, device,
+                                    std::make_index_sequence<field_count_v<Acc>>{});
+    }
   } else if constexpr (is_commutative_v<Op>) {
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
     scratch_lease lease(device, policy.stream(), shape.total(), false);
