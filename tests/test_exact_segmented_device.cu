@@ -447,6 +447,48 @@ TEST(exact_segmented_device_forms, exact_sums_of_fields_per_segment) {
   }
 }
 
+// Exact x/y sums per key run (tally::fields of exact_plus through reduce_by_key): a zip of device
+// arrays, runs at every route's edges; keys, count and every field as the host's.
+TEST(exact_segmented_device_forms, exact_sums_of_fields_per_key_run) {
+  if (!tally_test::gpu_available()) GTEST_SKIP() << "no GPU";
+  seeded s(3812);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::size_t> runs = {1, 2, 3, 65, 66, 4097, 4098, 20000};
+  std::uniform_int_distribution<std::size_t> small(1, 40);
+  for (int k = 0; k < 500; ++k) runs.push_back(small(s.rng));
+  std::shuffle(runs.begin(), runs.end(), s.rng);
+  std::vector<int> keys;
+  for (std::size_t r = 0; r < runs.size(); ++r) keys.insert(keys.end(), runs[r], int(r % 5));
+  const std::size_t n = keys.size();
+  const auto x = any_finite<float>(n, s.rng), y = any_finite<float>(n, s.rng);
+  const auto exact2 = tally::fields(tally::exact_plus<float>{}, tally::exact_plus<float>{});
+  const auto host_values = tally::zip(x.begin(), y.begin());
+  using V = typename std::iterator_traits<decltype(host_values)>::value_type;
+  std::vector<int> want_keys(n);
+  std::vector<V> want(n);
+  const auto want_ends = tally::reduce_by_key(tally::host, keys.begin(), keys.end(), host_values, want_keys.begin(),
+                                              want.begin(), thrust::equal_to<int>{}, exact2);
+  const thrust::device_vector<int> dk(keys.begin(), keys.end());
+  const thrust::device_vector<float> dx(x.begin(), x.end()), dy(y.begin(), y.end());
+  thrust::device_vector<int> keys_out(n);
+  thrust::device_vector<V> values_out(n);
+  TEST_CUDA(cudaMemset(thrust::raw_pointer_cast(values_out.data()), 0xA5, n * sizeof(V)));
+  const auto ends = tally::reduce_by_key(tally::device, dk.begin(), dk.end(), tally::zip(dx.begin(), dy.begin()),
+                                         keys_out.begin(), values_out.begin(), thrust::equal_to<int>{}, exact2);
+  const std::size_t count = std::size_t(ends.second - values_out.begin());
+  ASSERT_EQ(count, runs.size());
+  ASSERT_EQ(count, std::size_t(want_ends.second - want.begin()));
+  std::vector<V> got(count);
+  thrust::copy(values_out.begin(), values_out.begin() + count, got.begin());
+  std::vector<int> got_keys(count);
+  thrust::copy(keys_out.begin(), keys_out.begin() + count, got_keys.begin());
+  for (std::size_t r = 0; r < count; ++r) {
+    ASSERT_EQ(got_keys[r], want_keys[r]) << "run " << r;
+    ASSERT_EQ(bits_of(cuda::std::get<0>(got[r])), bits_of(cuda::std::get<0>(want[r]))) << "run " << r << ": x";
+    ASSERT_EQ(bits_of(cuda::std::get<1>(got[r])), bits_of(cuda::std::get<1>(want[r]))) << "run " << r << ": y";
+  }
+}
+
 // A captured call replayed on other streams, after the input changed, and the control-block words
 // the launches use left zero for the next call.
 TEST(exact_segmented_device_forms, captured_and_replayed_on_other_streams_leaving_the_control_block_zero) {

@@ -119,4 +119,22 @@ void device_exact_fields_segmented(It first, Bounds bounds, std::uint64_t segmen
    ...);
 }
 
+// The same for reduce_by_key's runs (kernels/key_run_kernels.cuh found them: `starts`, `runs`),
+// in scratch the caller leased: one pass a field, each run's first value's field its init.
+template <class Acc, class ValuesIt, class Policy, std::size_t... I>
+void launch_exact_fields_by_key_in(const call_scratch& scratch, unsigned char* at, const exact_segmented_shape& shape,
+                                   ValuesIt values, const std::uint32_t* starts, std::uint64_t n,
+                                   const unsigned long long* runs, Acc* out, const Policy& policy, int device,
+                                   std::index_sequence<I...>) {
+  const auto one_field = [&](auto index) {
+    constexpr std::size_t field_index = decltype(index)::value;
+    using F = field_t<field_index, Acc>;
+    const auto field_values = thrust::make_transform_iterator(values, exact_field_of<field_index, Acc>{});
+    const key_run_bounds<decltype(field_values), F> bounds{starts, field_values};
+    launch_exact_segmented_in(scratch, at, shape, field_values, bounds, n, runs, field_output<field_index, Acc>{out},
+                              F(0), policy, device);
+  };
+  (one_field(std::integral_constant<std::size_t, I>{}), ...);
+}
+
 }  // namespace tally::detail

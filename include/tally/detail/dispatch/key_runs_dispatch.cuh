@@ -10,6 +10,8 @@
 #include "tally/detail/kernels/key_run_kernels.cuh"
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace tally::detail {
 
@@ -23,9 +25,6 @@ template <class Acc, class KeysIt, class ValuesIt, class KeysOut, class ValuesOu
 void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut keys_out, ValuesOut values_out,
                           KeyEqual key_equal, Op op, Count* count_out, host_handoff* handoff, const Policy& policy,
                           int device) {
-  static_assert(!declares_exact_fields<Op>::value,
-                "tally::reduce_by_key: exact sums of fields per key run are not built on the device yet (issue 37); "
-                "reduce each field with tally::exact_plus, or pass tally::host");
   static_assert(sizeof(Acc) <= segmented_max_accumulator_bytes,
                 "tally::reduce_by_key: the device backend takes values of at most 64 bytes");
   constexpr int vw = plan_vector_width_v<ValuesIt>;
@@ -40,11 +39,13 @@ void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut
   const std::size_t head_bytes = round_up_64(std::size_t(words) * sizeof(unsigned int));
   const std::size_t start_bytes = round_up_64(std::size_t(n + 1) * sizeof(std::uint32_t));
   // An exact sum's runs longer than its warps sum: at most n / (exact_warp_segment_max + 1).
-  using exact_t = exact_sum_type_t<Op, float>;
+  // Exact fields take one pass a field in the same scratch, sized for double's slots.
+  constexpr bool exact_fields = declares_exact_fields<Op>::value;
+  constexpr bool exact = is_exact_plus_v<Op> || exact_fields;
+  using exact_t = exact_sum_type_t<Op, std::conditional_t<exact_fields, double, float>>;
   const exact_segmented_shape exact_shape =
-      is_exact_plus_v<Op> ? exact_segmented_shape_for<exact_t>(n / (exact_warp_segment_max + 1) + 1, 0)
-                          : exact_segmented_shape{};
-  const std::size_t segmented_bytes = is_exact_plus_v<Op> ? exact_shape.total() : is_commutative_v<Op> ? shape.total() : 0;
+      exact ? exact_segmented_shape_for<exact_t>(n / (exact_warp_segment_max + 1) + 1, 0) : exact_segmented_shape{};
+  const std::size_t segmented_bytes = exact ? exact_shape.total() : is_commutative_v<Op> ? shape.total() : 0;
   scratch_lease lease(device, policy.stream(), runs_bytes + tile_bytes + head_bytes + start_bytes + segmented_bytes,
                       count_out == nullptr);
   unsigned char* at = static_cast<unsigned char*>(lease.scratch().partials);
@@ -74,6 +75,16 @@ void device_reduce_by_key(KeysIt keys, ValuesIt values, std::uint64_t n, KeysOut
     const key_run_bounds<ValuesIt, exact_t> bounds{starts, values};
     launch_exact_segmented_in(lease.scratch(), segmented_at, exact_shape, values, bounds, n, runs, values_out,
                               exact_t(0), policy, device);
+  } else if constexpr (exact_fields) {
+    static_assert(std::is_pointer_v<ValuesOut> &&
+                      std::is_same_v<std::remove_cv_t<std::remove_pointer_t<ValuesOut>>, Acc>,
+                  "tally::reduce_by_key: exact sums of fields on the device write values_out as the values' type, "
+                  "so it must be contiguous (a pointer, thrust::device_ptr or a device_vector iterator)");
+    if constexpr (check_exact_fields<Op, Acc, Acc>() && std::is_pointer_v<ValuesOut>) {
+      launch_exact_fields_by_key_in(lease.scratch(), segmented_at, exact_shape, values,
+                                    static_cast<const std::uint32_t*>(starts), n, runs, values_out, policy, device,
+                                    std::make_index_sequence<field_count_v<Acc>>{});
+    }
   } else if constexpr (is_commutative_v<Op>) {
     const key_run_bounds<ValuesIt, Acc> bounds{starts, values};
     launch_commutative_segmented_in(lease.scratch(), segmented_at, shape, values, bounds, runs_count, values_out,
