@@ -35,6 +35,13 @@ struct exact_blocks_per_multiprocessor {
   }
 };
 
+// Blocks of an exact-sum kernel of Threads threads that the device holds at once.
+template <auto Kernel, unsigned Threads>
+std::uint64_t exact_resident_grid(int device) {
+  return std::uint64_t(properties(device).multiprocessors) *
+         std::uint64_t(asked_once<exact_blocks_per_multiprocessor<Threads>, Kernel>(device));
+}
+
 // Each thread's first loads take at least this many elements before a block more is worth it.
 inline constexpr std::uint64_t exact_elements_per_thread = 32;
 
@@ -47,9 +54,7 @@ void launch_exact_sum_in(unsigned int* control, It first, std::uint64_t n, T ini
   constexpr auto kernel = &exact_sum_kernel<T, It, Out>;
   std::uint64_t grid = forced_grid;
   if (grid == 0) {
-    const std::uint64_t resident =
-        std::uint64_t(properties(device).multiprocessors) *
-        std::uint64_t(asked_once<exact_blocks_per_multiprocessor<threads>, kernel>(device));
+    const std::uint64_t resident = exact_resident_grid<kernel, threads>(device);
     const std::uint64_t wanted = (n + threads * exact_elements_per_thread - 1) / (threads * exact_elements_per_thread);
     grid = wanted < resident ? wanted : resident;
     if (grid == 0) grid = 1;

@@ -64,20 +64,15 @@ void launch_exact_segmented_in(const call_scratch& scratch, unsigned char* at, c
   lists.id_room = shape.id_room;
   lists.segments = segments;
   lists.segments_on_device = segments_on_device;
-  const auto resident = [device](auto kernel_tag) {
-    constexpr auto kernel = decltype(kernel_tag)::value;
-    return std::uint64_t(properties(device).multiprocessors) *
-           std::uint64_t(asked_once<exact_blocks_per_multiprocessor<threads>, kernel>(device));
-  };
   // A warp takes `group` segments at a time: fewer than 32 where the segments are few for the grid.
-  const std::uint64_t by_size_resident = resident(std::integral_constant<decltype(by_size), by_size>{});
+  const std::uint64_t by_size_resident = exact_resident_grid<by_size, threads>(device);
   lists.group = exact_segment_group_for(segments, by_size_resident * (threads / 32));
   const std::uint64_t warps_wanted = (segments + lists.group - 1) / lists.group;
   const std::uint64_t blocks_wanted = (warps_wanted + threads / 32 - 1) / (threads / 32);
   const std::uint64_t grid = blocks_wanted < by_size_resident ? blocks_wanted : by_size_resident;
   launch_kernel<by_size>(unsigned(grid == 0 ? 1 : grid), threads, stream, device, first, bounds, init, out, lists);
   if (shape.may_be_long && shape.id_room != 0)
-    launch_kernel<long_ones>(unsigned(resident(std::integral_constant<decltype(long_ones), long_ones>{})), threads,
+    launch_kernel<long_ones>(unsigned(exact_resident_grid<long_ones, threads>(device)), threads,
                              stream, device, first, bounds, init, out, lists);
 }
 
