@@ -22,6 +22,16 @@
 #include <string>
 #include <vector>
 
+// (Outside the unnamed namespace: a member only a trait reads counts as unused there.)
+// Marked commutative (a lie) and sensitive in every bit to the grouping and to the order of
+// each combine's operands: a segment equals its own tally::reduce only if the kernel evaluated
+// the plan's very tree, left operand first.
+struct order_witness {
+  static constexpr bool commutative = true;
+  __host__ __device__ unsigned operator()(unsigned a, unsigned b) const { return a * 31u + b; }
+};
+static_assert(tally::is_commutative_v<order_witness>, "takes the commutative plan");
+
 namespace {
 
 using namespace tally_test;
@@ -383,6 +393,57 @@ TEST_F(segmented_device, an_operator_that_is_not_commutative_keeps_each_segments
     ASSERT_TRUE(out[i].a == want.a && out[i].b == want.b)
         << "segment " << i << " of " << (offsets[i + 1] - offsets[i]) << " maps";
   }
+}
+
+
+// Segments of more than VW and at most 32 VW elements, many to a warp: where their sizes differ,
+// a lane replays its segment's plan alone, depth first (segment_by_thread_tree); where they are
+// alike, lane groups do. Both must give each segment the bits of its own reduce: floats, doubles
+// (VW = 2) and an operator whose value depends on the tree's every combine.
+template <class T, class Op>
+void check_small_segments(std::uint64_t salt, Op op, T init) {
+  seeded s(salt);
+  SCOPED_TRACE(s.trace());
+  constexpr std::int64_t vw = std::int64_t(16 / sizeof(T));
+  std::uniform_int_distribution<std::int64_t> mixed(vw + 1, 32 * vw), alike(0, 3);
+  std::vector<std::int64_t> offsets{0};
+  for (int i = 0; i < 6000; ++i) {
+    // Runs of 32 segments (a warp's group): of mixed sizes, or all alike, or mixed with small
+    // and empty ones among them.
+    const int kind = (i / 32) % 3;
+    std::int64_t size = mixed(s.rng);
+    if (kind == 1) size = (i / 32) % 2 == 0 ? 8 * vw : 32 * vw;
+    if (kind == 2 && alike(s.rng) == 0) size = alike(s.rng);
+    offsets.push_back(offsets.back() + size);
+  }
+  auto v = random_values<T>(std::size_t(offsets.back()), s.rng);
+  if constexpr (std::is_floating_point_v<T>)
+    for (auto& x : v) x = std::abs(x) + T(0.25);
+  device_buffer<T> in(v, 1);  // misaligned: segments start anywhere
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  const std::size_t segments = offsets.size() - 1;
+  std::vector<T> alone(segments);
+  for (std::size_t i = 0; i < segments; ++i)
+    alone[i] = tally::reduce(tally::host, v.begin() + offsets[i], v.begin() + offsets[i + 1], init, op);
+  // A grid of 4 blocks keeps 32 segments to a warp (a full grid spreads these few segments one
+  // to a warp, and no warp would choose between the ways), and the full grid.
+  for (const unsigned grid : {4u, 0u}) {
+    SCOPED_TRACE(grid == 0 ? "the full grid" : "a grid of 4 blocks");
+    thrust::device_vector<T> d_out(poisoned_vector<T>(segments));
+    const auto policy = grid == 0 ? tally::device : tally::device.grid_size(grid);
+    tally::segmented_reduce(policy, in.data(), d_offsets.begin(), d_offsets.end(), d_out.begin(), init, op);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const thrust::host_vector<T> out = d_out;
+    for (std::size_t i = 0; i < segments; ++i)
+      ASSERT_EQ(bits_of(out[i]), bits_of(alone[i]))
+          << "segment " << i << " of " << (offsets[i + 1] - offsets[i]) << " elements";
+  }
+}
+
+TEST_F(segmented_device, small_segments_of_mixed_sizes_replay_their_plans_tree) {
+  check_small_segments<float>(13, tally::plus<float>{}, 3.0f);
+  check_small_segments<double>(14, tally::plus<double>{}, 3.0);
+  check_small_segments<unsigned>(15, order_witness{}, 7u);
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ auto column_major_view(It matrix, std::int64_t rows, std::int64_t ld) {
 
 // Rows of `size` elements, row s starting at s * ld.
 struct strided_row_bounds {
+  static constexpr bool equal_sizes = true;
   std::uint64_t ld;
   std::uint64_t size;
   TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const { return {s * ld, size}; }

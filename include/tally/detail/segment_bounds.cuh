@@ -47,6 +47,7 @@ struct begin_end_bounds {
 
 // Segments of `size` consecutive elements (the rows of a row-major matrix).
 struct fixed_size_bounds {
+  static constexpr bool equal_sizes = true;  // every segment has the same size
   std::uint64_t size;
   TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const { return {s * size, size}; }
 };
@@ -78,6 +79,15 @@ template <class Bounds>
 struct counted_on_device<Bounds, std::enable_if_t<Bounds::counted_on_device>> : std::true_type {};
 template <class Bounds>
 inline constexpr bool counted_on_device_v = counted_on_device<Bounds>::value;
+
+// Whether the bounds give every segment the same size (fixed_size_bounds, the matrix's rows):
+// the kernels then leave out the paths for segments of sizes that differ.
+template <class Bounds, class = void>
+struct has_equal_sizes : std::false_type {};
+template <class Bounds>
+struct has_equal_sizes<Bounds, std::enable_if_t<Bounds::equal_sizes>> : std::true_type {};
+template <class Bounds>
+inline constexpr bool has_equal_sizes_v = has_equal_sizes<Bounds>::value;
 
 // Segment s's init: the call's init, unless the bounds give each segment its own (init_of).
 template <class Bounds, class = void>

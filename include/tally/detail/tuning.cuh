@@ -60,6 +60,19 @@ inline constexpr bool local_positions = true;
 // (docs/decisions/0015-transforms-at-the-fold.md); false transforms each chunk as it is read.
 inline constexpr bool transforms_at_fold = true;
 
+// ---- segmented reductions (kernels/segmented_kernels.cuh) ----------------------------------
+
+// A warp's segments of more than VW and at most warp_threads * VW elements go to groups of lanes
+// as wide as the widest of them needs, several segments a pass. Where that width is at least
+// segment_thread_tree_widest lanes, the groups would take at least segment_thread_tree_passes
+// passes, and some of the segments need fewer lanes, each lane instead replays its own
+// segment's lanes alone, depth first (tile/segment_replay.cuh, segment_by_thread_tree): with
+// many sizes that differ, most lanes of the groups would idle on most passes. Sizes alike, and
+// a few segments, keep the groups, whose loads coalesce and run side by side
+// (docs/decisions/0028-small-segments-by-lane.md).
+inline constexpr unsigned segment_thread_tree_widest = 16;
+inline constexpr unsigned segment_thread_tree_passes = 8;
+
 // ---- kernels for small plans (dispatch/device_dispatch.cuh) ---------------------------------------
 
 // The one-tile kernel of the fewest loads per thread tried first: 1, 2, 4, ... below

@@ -3,7 +3,8 @@
 // strides over its work, since only the device knows how the segments divide:
 //   segments_by_size_kernel  reads every segment's bounds once. A lane reduces a segment of at
 //                            most VW elements itself; a group of lanes one of at most
-//                            warp_threads * VW (several such segments per warp at once); the
+//                            warp_threads * VW (several such segments per warp at once, or
+//                            each lane its own where their sizes differ); the
 //                            warp one of at most block_threads * VW. Longer ones go to two
 //                            lists in the scratch: one-tile segments and long ones. Its last
 //                            block numbers the chains of the first long segments (the plan's
@@ -25,6 +26,7 @@
 #include "tally/detail/scratch_layout.cuh"
 #include "tally/detail/segment_bounds.cuh"
 #include "tally/detail/tile/segment_replay.cuh"
+#include "tally/detail/tuning.cuh"
 #include "tally/warp/reduce.cuh"
 
 #include <cstddef>
@@ -71,6 +73,19 @@ struct segment_lists {
 // Chains of the plan's fold of a segment's tile partials that hold any partial.
 __host__ __device__ inline std::uint64_t chains_of(const reduction_plan& plan) {
   return plan.tiles < block_threads ? plan.tiles : block_threads;
+}
+
+// The smallest of the warp's values, in every lane.
+__device__ __forceinline__ unsigned warp_min(unsigned value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_min_sync(tally::warp::full_mask, value);
+#else
+  for (int delta = 16; delta > 0; delta /= 2) {
+    const unsigned other = __shfl_xor_sync(tally::warp::full_mask, value, delta);
+    value = other < value ? other : value;
+  }
+  return value;
+#endif
 }
 
 // The largest of the warp's values, in every lane.
@@ -129,7 +144,8 @@ __device__ __forceinline__ void reduce_by_lane_groups(It first, const Bounds& bo
 }
 
 // The warp's segments of more than VW elements: those of at most lane_max elements as many at
-// once as the widest of them allows, then the others one after another, the whole warp
+// once as the widest of them allows, or a lane each where their sizes differ widely
+// (tuning::segment_thread_tree_widest), then the others one after another, the whole warp
 // replaying the plan's block.
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bounds, segment_extent mine, bool by_lanes,
@@ -143,7 +159,23 @@ __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bou
   if (lanes_mask != 0) {
     const unsigned needed = by_lanes ? tally::warp::detail::lanes_covering(unsigned((mine.size + VW - 1) / VW)) : 1u;
     const unsigned widest = warp_max(needed);
-    if (widest <= 2) {
+    // Many segments of sizes that differ: lane groups as wide as the widest would leave most
+    // lanes idle on most of their passes, so each lane replays its own segment's lanes alone.
+    // (Bounds of equal sizes never differ: their kernels hold no such path.)
+    bool by_thread_tree = false;
+    if constexpr (!has_equal_sizes_v<Bounds>) {
+      const unsigned group_passes = (unsigned(__popc(lanes_mask)) * widest + warp_threads - 1) / warp_threads;
+      by_thread_tree = widest >= tuning::segment_thread_tree_widest &&
+                       group_passes >= tuning::segment_thread_tree_passes &&
+                       warp_min(by_lanes ? needed : widest) < widest;
+    }
+    if (by_thread_tree) {
+      if constexpr (!has_equal_sizes_v<Bounds>) {
+        if (by_lanes)
+          out[static_cast<out_diff>(first_segment + lane)] = segment_by_thread_tree<Acc, VW>(
+              loader{advance_to(first, mine.begin)}, mine.size, init_for(bounds, first_segment + lane, init), op);
+      }
+    } else if (widest <= 2) {
       reduce_by_lane_groups<2, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
     } else if (widest <= 4) {
       reduce_by_lane_groups<4, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);

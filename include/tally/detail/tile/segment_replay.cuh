@@ -6,7 +6,8 @@
 //   n <= VW           one thread: the plan's thread 0 holds the only chunk, and every tree
 //                     above it combines that value with nothing
 //   n <= 32 VW        a group of lanes: only the plan's warp 0 holds chunks, and only its first
-//                     lanes (segment_by_lanes)
+//                     lanes (segment_by_lanes); or one thread evaluating that lanes' tree depth
+//                     first (segment_by_thread_tree)
 //   one tile          one warp replays the plan's block: on pass w its lanes are the plan's
 //                     warp w, the warp tree with validity flags gives warp w's result, and the
 //                     8 results go through the tree the block's warp 0 runs over them
@@ -209,6 +210,59 @@ __device__ __forceinline__ Acc segment_by_lanes(const Loader& load, std::uint64_
     valid = valid || other_valid;
   }
   return static_cast<Acc>(op(init, acc));
+}
+
+// The same segment (VW < n <= warp_threads * VW elements) by one thread alone: the tree that
+// segment_by_lanes runs over P = lanes_covering(ceil(n / VW)) lanes, evaluated depth first.
+// After its level of distance d, lane i of that tree holds op(its value, lane i + d's), where
+// lane i + d holds a chunk below n (lane i then does too: the chunks below n are a prefix). So the
+// root is a binary tree whose leaves, left to right, are the chunks in bit-reversed order of
+// their lane: the thread folds chunk reverse(k) for k = 0, 1, ..., P - 1 and combines its stack
+// as a binary counter carries, each combine with the same operands in the same order as the
+// lanes' tree.
+TALLY_HOST_DEVICE constexpr unsigned set_bits_of(unsigned k) { return k == 0 ? 0u : (k & 1u) + set_bits_of(k >> 1); }
+TALLY_HOST_DEVICE constexpr unsigned trailing_zeros_of(unsigned k) {
+  return (k & 1u) != 0 ? 0u : 1u + trailing_zeros_of(k >> 1);
+}
+
+inline constexpr unsigned thread_tree_depth = 6;  // log2(warp_threads) + 1 stack entries
+
+// The stack's top `Carries` combines after a chunk was pushed at `Depth`: each puts
+// op(left subtree, right subtree) in the left one's place, where the right one holds a chunk.
+template <unsigned Depth, unsigned Carries, class Acc, class Op>
+__device__ __forceinline__ void combine_carries(Op& op, Acc (&stack)[thread_tree_depth],
+                                                const bool (&valid)[thread_tree_depth]) {
+  if constexpr (Carries > 0) {
+    if (valid[Depth]) stack[Depth - 1] = static_cast<Acc>(op(stack[Depth - 1], stack[Depth]));
+    combine_carries<Depth - 1, Carries - 1>(op, stack, valid);
+  }
+}
+
+// Step K of segment_by_thread_tree and the steps after it, each with its stack places fixed at
+// compile time, so that the stack lives in registers.
+template <unsigned K, class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ void thread_tree_steps(const Loader& load, std::uint64_t n, unsigned lanes, unsigned bits,
+                                                  Op& op, Acc (&stack)[thread_tree_depth],
+                                                  bool (&valid)[thread_tree_depth]) {
+  if constexpr (K < warp_threads) {
+    if (K >= lanes) return;
+    constexpr unsigned depth = set_bits_of(K);
+    constexpr unsigned carries = trailing_zeros_of(K + 1);  // the subtrees K's chunk completes
+    const unsigned lane = bits == 0 ? 0u : __brev(K) >> (32u - bits);
+    stack[depth] = fold_chunk<Acc, VW>(load, std::uint64_t(lane) * VW, n, op, valid[depth]);
+    combine_carries<depth, carries>(op, stack, valid);
+    thread_tree_steps<K + 1, Acc, VW>(load, n, lanes, bits, op, stack, valid);
+  }
+}
+
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc segment_by_thread_tree(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
+  const unsigned lanes = tally::warp::detail::lanes_covering(unsigned((n + VW - 1) / VW));
+  const unsigned bits = unsigned(__ffs(int(lanes))) - 1u;
+  Acc stack[thread_tree_depth];
+  bool valid[thread_tree_depth];
+  thread_tree_steps<0, Acc, VW>(load, n, lanes, bits, op, stack, valid);
+  return static_cast<Acc>(op(init, stack[0]));
 }
 
 // The plan's chain of folding thread t: partials t, t + block_threads, ... folded in order,
