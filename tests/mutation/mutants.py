@@ -32,6 +32,11 @@ HUGE_RANGES = ["test_huge_ranges"]
 ORDERED_DEVICE = ["test_operators"]
 ORDERED_FOLD = "include/tally/detail/tile/ordered_fold.cuh"
 ATOMIC_KERNELS = "include/tally/detail/kernels/atomic_kernels.cuh"
+# Segmented reductions: each segment must have its own reduce's bits (test_segmented_device's
+# small_segments case runs warps of 32 segments of differing sizes with an operator whose every
+# bit depends on the tree).
+SEGMENT_REPLAY = "include/tally/detail/tile/segment_replay.cuh"
+SEGMENTED = ["test_segmented_device"]
 # The combine of reductions over several GPUs (tally::tally_nccl): caught by test_distributed on
 # a machine with two GPUs (kind two_devices).
 SHARD_KERNELS = "include/tally/detail/kernels/shard_kernels.cuh"
@@ -187,6 +192,14 @@ MUTANTS = [
          old="""    acc = tally::warp::reduce(acc, valid, op);
     if (threadIdx.x % warp_threads == 0) {""",
          new="""    if (threadIdx.x % warp_threads == 0) {"""),
+    dict(id="D15", kind="device", file=SEGMENT_REPLAY, tests=SEGMENTED,
+         defect="a lane replaying its small segment's lane tree combines each pair right operand first",
+         old="if (valid[Depth]) stack[Depth - 1] = static_cast<Acc>(op(stack[Depth - 1], stack[Depth]));",
+         new="if (valid[Depth]) stack[Depth - 1] = static_cast<Acc>(op(stack[Depth], stack[Depth - 1]));"),
+    dict(id="D16", kind="device", file=SEGMENT_REPLAY, tests=SEGMENTED,
+         defect="a lane replaying its small segment's lane tree takes the chunks in lane order, not bit-reversed",
+         old="const unsigned lane = bits == 0 ? 0u : __brev(K) >> (32u - bits);",
+         new="const unsigned lane = bits == 0 ? 0u : K;"),
     # ---- two devices: the combine of tally::tally_nccl ------------------------------------
     dict(id="N01", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
          defect="the fold of the ranks' slots skips the last slot",
