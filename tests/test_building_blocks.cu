@@ -336,7 +336,7 @@ TEST_F(building_blocks, integer_trees_fold_every_exact_operator) {
 }
 
 // The block trees fold the warps' results on the lanes that hold one only (by shuffles, or
-// by thread 0 from the slots for up to 8 warps); the bits must be those of the 32-lane
+// by thread 0 from the slots where every warp holds one); the bits must be those of the 32-lane
 // tree with the other lanes empty, for warp counts that are powers of two and others.
 TEST_F(building_blocks, block_trees_give_the_bits_of_the_full_lane_tree) {
   seeded s(3);
@@ -348,6 +348,61 @@ TEST_F(building_blocks, block_trees_give_the_bits_of_the_full_lane_tree) {
     check_block_trees<160>(s.rng);
     check_block_trees<256>(s.rng);
     check_block_trees<1024>(s.rng);
+  }
+}
+
+// An operator whose every bit depends on the grouping and on which operand comes first (it is
+// marked nothing: the block trees take it as given), so that a tree that swapped a combine's
+// operands or regrouped them gives other bits, where a sum's rounding might not show it.
+template <class T>
+struct order_revealing {
+  __host__ __device__ T operator()(T a, T b) const { return a * T(31) + b; }
+};
+
+template <class T, int Threads>
+__global__ void block_trees_of_order_revealing(const T* in, T* out) {
+  const T total = tally::block::reduce<Threads>(in[threadIdx.x], order_revealing<T>{});
+  if (threadIdx.x == 0) *out = total;
+}
+
+// The host's replay of the documented tree: each warp's 32 lanes by the shuffle-down tree,
+// then the warps' results by the same tree over as many lanes as cover them.
+template <class T>
+T shuffle_tree_replay(std::vector<T> lanes) {
+  for (std::size_t d = lanes.size() / 2; d > 0; d /= 2)
+    for (std::size_t i = 0; i < d; ++i) lanes[i] = order_revealing<T>{}(lanes[i], lanes[i + d]);
+  return lanes[0];
+}
+
+template <class T, int Threads>
+void check_order_revealing_block_tree(std::mt19937_64& rng) {
+  constexpr int warps = Threads / 32;
+  static_assert((warps & (warps - 1)) == 0, "the replay below covers power-of-two warp counts");
+  std::vector<T> v(Threads);
+  for (auto& x : v) x = T(rng());
+  std::vector<T> warp_results(warps);
+  for (int w = 0; w < warps; ++w)
+    warp_results[w] = shuffle_tree_replay(std::vector<T>(v.begin() + w * 32, v.begin() + (w + 1) * 32));
+  const T want = shuffle_tree_replay(warp_results);
+  tally_test::device_buffer<T> in(v);
+  tally_test::device_value<T> out;  // poisoned until written
+  block_trees_of_order_revealing<T, Threads><<<1, Threads>>>(in.data(), out.get());
+  TEST_CUDA(cudaGetLastError());
+  EXPECT_EQ(out.read(), want) << Threads << " threads, " << sizeof(T) << "-byte values";
+}
+
+// The last stage of the block tree is evaluated by thread 0 from the warps' slots where the
+// warps are few and the values small (tally/warp/reduce.cuh, tree_of_slots), by shuffles
+// otherwise; either must combine the same operands in the same order as the lanes' tree.
+TEST_F(building_blocks, block_trees_keep_each_combines_operands_and_order) {
+  seeded s(4);
+  SCOPED_TRACE(s.trace());
+  for (int round = 0; round < 4; ++round) {
+    check_order_revealing_block_tree<std::uint32_t, 64>(s.rng);
+    check_order_revealing_block_tree<std::uint32_t, 256>(s.rng);
+    check_order_revealing_block_tree<std::uint64_t, 256>(s.rng);
+    check_order_revealing_block_tree<std::uint64_t, 512>(s.rng);
+    check_order_revealing_block_tree<std::uint32_t, 1024>(s.rng);
   }
 }
 

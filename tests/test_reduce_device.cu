@@ -17,6 +17,18 @@
 #include <thread>
 #include <vector>
 
+// An operator marked commutative whose every bit depends on the grouping and on which operand
+// comes first: the device must take the plan's tree exactly as the host replays it, operands
+// in order, where a sum's rounding might hide a swapped pair.
+template <class T>
+struct order_revealing_sum {
+  static constexpr bool commutative = true;
+  __host__ __device__ T operator()(T a, T b) const { return a * T(31) + b; }
+};
+// Outside the anonymous namespace: there nvcc took `commutative`, read only through the
+// traits, for an unused member.
+static_assert(tally::is_commutative_v<order_revealing_sum<unsigned>>, "takes the commutative plan");
+
 namespace {
 
 using tally_test::bits_of;
@@ -228,6 +240,36 @@ TEST_F(device_determinism, folds_of_few_and_many_partials_equal_the_host) {
       EXPECT_EQ(tally::reduce(tally::device, dv.begin(), dv.end(), 3), reference_sum<int>(v, 0, n, 3));
     }
   }
+}
+
+// Every tile count a call may end with a fold by warp 0 alone (1 to 33, where the fold of the
+// partials needs no flags: commutative_fold.cuh), and a few beyond it, under an operator that
+// reveals the order of every combine: the single pass, the two pass and a small forced grid
+// give the host's bits, for full and partial last tiles.
+TEST_F(device_determinism, an_order_revealing_operator_gets_the_plans_tree_at_every_few_tile_count) {
+  const auto check = [](auto zero) {
+    using T = decltype(zero);
+    const std::size_t step = tally::detail::make_plan_for<T>(1).step_items;
+    std::vector<std::uint64_t> tile_counts;
+    for (std::uint64_t tiles = 1; tiles <= 33; ++tiles) tile_counts.push_back(tiles);
+    for (std::uint64_t tiles : {64, 255, 257}) tile_counts.push_back(tiles);
+    for (std::uint64_t tiles : tile_counts) {
+      for (std::size_t n : {std::size_t(tiles * step), std::size_t(tiles * step - 333)}) {
+        ASSERT_EQ(tally::detail::make_plan_for<T>(n).tiles, tiles) << "n = " << n;
+        seeded s(700 + n);
+        SCOPED_TRACE("n = " + std::to_string(n) + ", " + std::to_string(sizeof(T)) + "-byte values, " + s.trace());
+        const auto v = random_values<T>(n, s.rng);
+        device_buffer<T> d(v);
+        const T init = T(12345);
+        const order_revealing_sum<T> op;
+        const T host = tally::reduce(tally::host, v.begin(), v.end(), init, op);
+        EXPECT_EQ(tally::reduce(tally::device, d.begin(), d.end(), init, op), host);
+        EXPECT_EQ(tally::reduce(tally::device.strategy(tally::strategy::two_pass), d.begin(), d.end(), init, op), host);
+        EXPECT_EQ(tally::reduce(tally::device.grid_size(3), d.begin(), d.end(), init, op), host);
+      }
+    }
+  };
+  check(std::uint32_t(0));  // 8-byte values in the block tree: test_building_blocks
 }
 
 // Plans of two tiles run in one block, a run of block_threads threads per tile

@@ -42,6 +42,11 @@ SEGMENTED = ["test_segmented_device"]
 SHARD_KERNELS = "include/tally/detail/kernels/shard_kernels.cuh"
 DISTRIBUTED_DISPATCH = "include/tally/detail/dispatch/distributed_dispatch.cuh"
 DISTRIBUTED = ["test_distributed"]
+# The trees that end a short call (docs/decisions/0029-shorter-trees-at-the-end-of-a-call.md):
+# test_building_blocks replays the block tree under an operator that reveals each combine's
+# operand order; test_reduce_device folds 1 to 33 tile partials under such an operator.
+BUILDING_BLOCKS = ["test_building_blocks"]
+REDUCE_DEVICE = ["test_reduce_device"]
 
 MUTANTS = [
     # ---- host ----------------------------------------------------------------------------
@@ -200,6 +205,14 @@ MUTANTS = [
          defect="a lane replaying its small segment's lane tree takes the chunks in lane order, not bit-reversed",
          old="const unsigned lane = bits == 0 ? 0u : __brev(K) >> (32u - bits);",
          new="const unsigned lane = bits == 0 ? 0u : K;"),
+    dict(id="D17", kind="device", file=WARP, tests=BUILDING_BLOCKS,
+         defect="the block tree's last stage, evaluated by one thread, combines each pair right operand first",
+         old="    return static_cast<T>(op(left, right));",
+         new="    return static_cast<T>(op(right, left));"),
+    dict(id="D18", kind="device", file=WARP, tests=REDUCE_DEVICE,
+         defect="warp 0's fold of a few tile partials also combines the first lane past the partials",
+         old="      if (lane + delta < count) value = static_cast<T>(op(value, other));",
+         new="      if (lane + delta <= count) value = static_cast<T>(op(value, other));"),
     # ---- two devices: the combine of tally::tally_nccl ------------------------------------
     dict(id="N01", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
          defect="the fold of the ranks' slots skips the last slot",

@@ -89,10 +89,14 @@ __device__ T reduce_all(T value, Op& op) {
   sync_run<BlockThreads, Runs>();
   if (lane == 0) storage.slots()[warp_id] = value;
   sync_run<BlockThreads, Runs>();
-  if (run.in_run == 0) {
+  constexpr unsigned warp_lanes = tally::warp::detail::lanes_covering(warps);
+  if constexpr (warp_lanes == warps && tally::warp::detail::folds_slots_in_one_thread_v<warp_lanes, T, Op>) {
+    // The tree over the warps' results by the run's thread 0 alone (warp::detail::tree_of_slots).
+    if (run.in_run == 0 && lane == 0)
+      value = tally::warp::detail::tree_of_slots<warp_lanes, 1, 0>(storage.slots() + run.first, op);
+  } else if (run.in_run == 0) {
     // Lanes past the last warp hold nothing: the tree over `warps` slots is the
     // validity-aware one, which needs no flags where `warps` is a power of two.
-    constexpr unsigned warp_lanes = tally::warp::detail::lanes_covering(warps);
     if (lane < warps) value = storage.slots()[run.first + lane];
     if constexpr (warp_lanes == warps) {
       value = tally::warp::detail::reduce_lanes<warp_lanes>(value, op);

@@ -106,4 +106,10 @@ inline constexpr bool programmatic_launch = true;
 // capability 8.0 and later (tally/warp/reduce.cuh, docs/decisions/0016-integer-trees-by-redux.md).
 inline constexpr bool warp_integer_redux = true;
 
+// The block tree's last stage (the tree over the warps' results, which ends every tile
+// block's work) is evaluated by one thread from shared memory where the values are small, not
+// by shuffles: the same tree, with less latency (tally/warp/reduce.cuh, tree_of_slots;
+// docs/decisions/0029-shorter-trees-at-the-end-of-a-call.md).
+inline constexpr bool last_tree_levels_in_one_thread = true;
+
 }  // namespace tally::detail::tuning

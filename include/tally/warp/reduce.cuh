@@ -158,6 +158,55 @@ __device__ __forceinline__ T reduce_ordered_lanes(T value, bool& valid, Op& op) 
   return value;
 }
 
+// reduce_lanes' tree, evaluated by one thread over values that lanes 0 .. Lanes - 1 left in
+// shared memory: lane 0's result. At each level lane i < delta combines op(v[i], v[i + delta]),
+// so the value lane i holds after the level of delta d is op(value(i, 2d), value(i + d, 2d)),
+// down to the leaves value(i, Lanes) = slots[i]. Same operands, same order, same bits; but
+// where a shuffle level costs a round trip through the warp's shuffle unit, a level here
+// costs one op, the leaves' reads overlapping. The block tree's last stage ends every tile
+// block's work, so its latency is on every short call's path
+// (docs/decisions/0029-shorter-trees-at-the-end-of-a-call.md).
+template <unsigned Lanes, unsigned Delta, unsigned Lane, class T, class Op>
+__device__ __forceinline__ T tree_of_slots(const T* slots, Op& op) {
+  if constexpr (Delta == Lanes) {
+    return slots[Lane];
+  } else {
+    const T left = tree_of_slots<Lanes, 2 * Delta, Lane>(slots, op);
+    const T right = tree_of_slots<Lanes, 2 * Delta, Lane + Delta>(slots, op);
+    return static_cast<T>(op(left, right));
+  }
+}
+
+// Whether a tree over Lanes values of T is evaluated by one thread from shared memory rather
+// than by shuffles: small values (a thread holds all Lanes of them) under an operator that
+// the warp does not fold in hardware (redux).
+template <unsigned Lanes, class T, class Op>
+inline constexpr bool folds_slots_in_one_thread_v =
+    tally::detail::tuning::last_tree_levels_in_one_thread && !folds_by_redux_v<T, Op> &&
+    std::is_trivially_copyable_v<T> && sizeof(T) * Lanes <= 128;
+
+// reduce_lanes' validity tree where the values are exactly lanes 0 .. count - 1's. After the
+// level of delta d, lane j < 2d holds a value exactly when j < count (its own leaf is the
+// first of its subtree), so at the level of delta lane i combines with lane i + delta exactly
+// when i + delta < count: the flags need no shuffles and no selects, and the bits are those of
+// reduce_lanes(value, lane < count, op).
+template <unsigned Lanes, class T, class Op>
+__device__ __forceinline__ T reduce_prefix_lanes(T value, unsigned count, Op& op) {
+  static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "Lanes: a power of two, at most 32");
+  const unsigned lane = threadIdx.x % 32;
+  if constexpr (folds_by_redux_v<T, Op>) {
+    bool valid = lane < count;
+    return reduce_lanes<Lanes>(value, valid, op);
+  } else {
+#pragma unroll
+    for (unsigned delta = Lanes / 2; delta > 0; delta /= 2) {
+      const T other = shuffle_down(value, delta);
+      if (lane + delta < count) value = static_cast<T>(op(value, other));
+    }
+    return value;
+  }
+}
+
 // The smallest power of two at or above n (n at most 32).
 __host__ __device__ constexpr unsigned lanes_covering(unsigned n) {
   unsigned lanes = 1;

@@ -20,12 +20,16 @@ namespace tally::detail {
 // the block tree's answer is warp 0's tree: the other warps' results are empty, and
 // combining with empty changes nothing. Warp 0's tree alone gives those bits without the
 // block stage's two barriers, which sit at the end of every call of 2 to 32 tiles
-// (docs/decisions/0009-fold-polling.md).
+// (docs/decisions/0009-fold-polling.md). Thread t holds a partial exactly when t < tiles
+// (every caller folds partials t, t + block_threads, ... or holds chain t), so warp 0's tree
+// knows its flags without exchanging them (warp::detail::reduce_prefix_lanes;
+// docs/decisions/0029-shorter-trees-at-the-end-of-a-call.md).
 template <class Acc, class Op>
 __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
   if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
   if (tuning::fold_few_partials_by_warp && tiles <= warp_threads) {
-    if (threadIdx.x < warp_threads) acc = tally::warp::detail::reduce_lanes<warp_threads>(acc, valid, op);
+    if (threadIdx.x < warp_threads)
+      acc = tally::warp::detail::reduce_prefix_lanes<warp_threads>(acc, static_cast<unsigned>(tiles), op);
     return acc;
   }
   return tally::block::reduce<block_threads>(acc, valid, op);
