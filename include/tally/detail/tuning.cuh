@@ -112,4 +112,11 @@ inline constexpr bool warp_integer_redux = true;
 // docs/decisions/0029-shorter-trees-at-the-end-of-a-call.md).
 inline constexpr bool last_tree_levels_in_one_thread = true;
 
+// ---- the atomic strategies (kernels/atomic_kernels.cuh) ------------------------------------
+
+// Blocks per SM of the warp_atomic strategy's grid: every warp of every block combines into
+// the same words, so more warps wait on each other where the input is large; the block
+// strategy takes the kernel's resident grid (docs/decisions/0030-warp-atomic-grid.md).
+inline constexpr unsigned warp_atomic_blocks_per_sm = 2;
+
 }  // namespace tally::detail::tuning

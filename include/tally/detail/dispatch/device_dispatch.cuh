@@ -161,8 +161,16 @@ void launch_commutative_reduce(const Loader& load, std::uint64_t n, Acc init, Op
         launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, false, Loader, Op, Out>>(plan, policy, device, load, plan,
                                                                                    init, op, control, out, handoff);
       } else {
-        launch_on_plan_grid<atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>>(plan, policy, device, load, plan,
-                                                                                  init, op, control, out, handoff);
+        // Fewer blocks than the resident grid: each warp combines into the same words, and the
+        // more warps wait on each other, the slower a large input (tuning::warp_atomic_blocks_per_sm).
+        constexpr auto kernel = atomic_reduce_kernel<Acc, VW, true, Loader, Op, Out>;
+        const std::uint64_t resident = resident_grid<kernel>(policy, device);
+        const std::uint64_t spread =
+            std::uint64_t(properties(device).multiprocessors) * tuning::warp_atomic_blocks_per_sm;
+        std::uint64_t grid = policy.forced_grid_size() != 0 || resident < spread ? resident : spread;
+        if (grid > plan.tiles) grid = plan.tiles;
+        launch_kernel<kernel>(unsigned(grid), block_threads, policy.stream(), device, load, plan, init, op, control,
+                              out, handoff);
       }
       lease.launched();
       return;
