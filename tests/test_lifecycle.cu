@@ -2048,6 +2048,64 @@ TEST_F(lifecycle, counting_range_beyond_32_bits_sums_exactly) {
   EXPECT_EQ(out.read(), triangular(n) + 11);
 }
 
+// A kernel that waits for the host to set *release, or gives up after max_ns and says so in
+// *gave_up: it stands for an application's kernel that waits for its host.
+__global__ void wait_for_host(const volatile unsigned* release, unsigned long long max_ns, unsigned* gave_up) {
+  unsigned long long start = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    if (*release != 0) return;
+    unsigned long long now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > max_ns) {
+      *gave_up = 1;
+      return;
+    }
+  }
+}
+
+// docs/lifecycle.md, "Resources": once a stream's block and the context's result slots exist,
+// a call allocates nothing and waits for no other stream, so reduce returns its value, and
+// reduce_into and its two pass run, while a kernel on another stream waits for the host. (A
+// call that made a block would wait until that kernel gave up, and the test would see it.)
+TEST_F(lifecycle, steady_state_calls_run_while_another_streams_kernel_waits_for_the_host) {
+  const std::size_t n = (std::size_t(1) << 20) + 77;  // more than two tiles: the calls take scratch
+  seeded s(4301);
+  SCOPED_TRACE(s.trace());
+  const auto v = random_values<int>(n, s.rng);
+  const int want = reference_sum<int>(v, 0, n, 5);
+  device_buffer<int> d(v);
+  tally_test::device_value<int> out;
+  owned_stream held, own;
+  const auto policy = tally::device.on(own);
+  // The first calls make the stream's block and the context's result slots.
+  ASSERT_EQ(tally::reduce(policy, d.begin(), d.end(), 5), want);
+  tally::reduce_into(policy.strategy(tally::strategy::two_pass), d.begin(), d.end(), out.get(), 5, tally::plus<int>{});
+  TEST_CUDA(cudaStreamSynchronize(own));
+  unsigned* flags = nullptr;  // [0] release, [1] gave up; mapped, made before the wait starts
+  TEST_CUDA(cudaHostAlloc(&flags, 2 * sizeof(unsigned), cudaHostAllocMapped));
+  flags[0] = 0;
+  flags[1] = 0;
+  unsigned* device_flags = nullptr;
+  TEST_CUDA(cudaHostGetDevicePointer(&device_flags, flags, 0));
+  // compute-sanitizer runs one kernel at a time, so there the calls run without the wait.
+  const bool wait = !under_sanitizer();
+  const unsigned long long wait_ns = 20'000'000'000ull;  // far beyond the calls below
+  if (wait) wait_for_host<<<1, 1, 0, held>>>(device_flags, wait_ns, device_flags + 1);
+  TEST_CUDA(cudaGetLastError());
+
+  const int got = tally::reduce(policy, d.begin(), d.end(), 5);
+  tally::reduce_into(policy.strategy(tally::strategy::two_pass), d.begin(), d.end(), out.get(), 5, tally::plus<int>{});
+  TEST_CUDA(cudaStreamSynchronize(own));
+  const unsigned gave_up_before_release = *static_cast<volatile unsigned*>(flags + 1);
+  *static_cast<volatile unsigned*>(flags) = 1;
+  TEST_CUDA(cudaStreamSynchronize(held));
+  TEST_CUDA(cudaFreeHost(flags));
+  EXPECT_EQ(gave_up_before_release, 0u) << "a steady-state call waited for the other stream's kernel";
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(out.read(), want);
+}
+
 #endif  // !TALLY_TEST_HOST_ONLY
 
 }  // namespace
