@@ -171,8 +171,9 @@ __device__ __forceinline__ T tree_of_slots(const T* slots, Op& op) {
   if constexpr (Delta == Lanes) {
     return slots[Lane];
   } else {
-    const T left = tree_of_slots<Lanes, 2 * Delta, Lane>(slots, op);
-    const T right = tree_of_slots<Lanes, 2 * Delta, Lane + Delta>(slots, op);
+    // Not const: the shuffle tree hands op an lvalue on the left too.
+    T left = tree_of_slots<Lanes, 2 * Delta, Lane>(slots, op);
+    T right = tree_of_slots<Lanes, 2 * Delta, Lane + Delta>(slots, op);
     return static_cast<T>(op(left, right));
   }
 }
