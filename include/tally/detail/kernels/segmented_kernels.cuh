@@ -75,19 +75,6 @@ __host__ __device__ inline std::uint64_t chains_of(const reduction_plan& plan) {
   return plan.tiles < block_threads ? plan.tiles : block_threads;
 }
 
-// The smallest of the warp's values, in every lane.
-__device__ __forceinline__ unsigned warp_min(unsigned value) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(tally::warp::full_mask, value);
-#else
-  for (int delta = 16; delta > 0; delta /= 2) {
-    const unsigned other = __shfl_xor_sync(tally::warp::full_mask, value, delta);
-    value = other < value ? other : value;
-  }
-  return value;
-#endif
-}
-
 // The largest of the warp's values, in every lane.
 __device__ __forceinline__ unsigned warp_max(unsigned value) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -167,7 +154,7 @@ __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bou
       const unsigned group_passes = (unsigned(__popc(lanes_mask)) * widest + warp_threads - 1) / warp_threads;
       by_thread_tree = widest >= tuning::segment_thread_tree_widest &&
                        group_passes >= tuning::segment_thread_tree_passes &&
-                       warp_min(by_lanes ? needed : widest) < widest;
+                       __any_sync(tally::warp::full_mask, by_lanes && needed < widest);
     }
     if (by_thread_tree) {
       if constexpr (!has_equal_sizes_v<Bounds>) {
