@@ -37,12 +37,18 @@ class relaxed_capture_mode {
 // The runtime API does not say which context it runs in; the driver does, and gives each
 // context an id never reused in the process (cuCtxGetId, CUDA 12.0). The two entry points are
 // fetched through the runtime, so that tally links no driver library of its own.
+// The two stream questions every call asks (is it being captured, which stream is it) go to
+// the driver too: the runtime's own versions of them cost several times as much per call.
 using ctx_get_current_fn = CUresult (*)(CUcontext*);
 using ctx_get_id_fn = CUresult (*)(CUcontext, unsigned long long*);
+using stream_is_capturing_fn = CUresult (*)(CUstream, CUstreamCaptureStatus*);
+using stream_get_id_fn = CUresult (*)(CUstream, unsigned long long*);
 
 struct driver_entry_points {
   ctx_get_current_fn get_current = nullptr;
   ctx_get_id_fn get_id = nullptr;
+  stream_is_capturing_fn stream_is_capturing = nullptr;
+  stream_get_id_fn stream_get_id = nullptr;
 };
 
 void* driver_function(const char* name) {
@@ -65,6 +71,8 @@ const driver_entry_points& driver() {
     driver_entry_points p;
     p.get_current = reinterpret_cast<ctx_get_current_fn>(driver_function("cuCtxGetCurrent"));
     p.get_id = reinterpret_cast<ctx_get_id_fn>(driver_function("cuCtxGetId"));
+    p.stream_is_capturing = reinterpret_cast<stream_is_capturing_fn>(driver_function("cuStreamIsCapturing"));
+    p.stream_get_id = reinterpret_cast<stream_get_id_fn>(driver_function("cuStreamGetId"));
     return p;
   }();
   return points;
@@ -134,11 +142,11 @@ struct scratch_entry {
   std::size_t bytes = 0;
   unsigned int epoch = 0;      // the last call's
   bool needs_zeroing = false;  // a call's launches did not all succeed
-  // Calls holding it: raised under the pool's mutex, so that eviction (also under it) never
-  // frees a block a call is about to use; lowered without it.
+  // Calls holding it. Raised under the pool's mutex, or without it by a thread's cached
+  // lease (take_cached_entry), which then checks the pool's generation; lowered without it.
+  // Whatever removes an entry from the pool raises the generation first and reads this after.
   std::atomic<int> leases{0};
-  std::atomic<bool> dropped{false};  // removed from the pool while leased: the last lease deletes it
-  std::uint64_t last_use = 0;
+  std::atomic<std::uint64_t> last_use{0};  // the pool's clock at its last lease: eviction takes the oldest
 };
 
 using scratch_key = std::pair<unsigned long long, unsigned long long>;  // (context, stream id)
@@ -147,10 +155,17 @@ using scratch_key = std::pair<unsigned long long, unsigned long long>;  // (cont
 // destructors at process exit, where the registry may not have seen a reset yet).
 bool is_live_context_of(int device, unsigned long long context);
 
+// The entries are shared: with the pool's map, with the lease caches of the threads that
+// used them (which keep a removed entry's object, never its memory, until they look again)
+// and, for an entry of an ended context that a call still held, with `retired`.
 struct scratch_pool {
   std::mutex mutex;
-  std::map<scratch_key, std::unique_ptr<scratch_entry>> entries;
-  std::uint64_t clock = 0;
+  std::map<scratch_key, std::shared_ptr<scratch_entry>> entries;
+  std::vector<std::shared_ptr<scratch_entry>> retired;  // removed while leased: dropped once no call holds them
+  std::atomic<std::uint64_t> clock{0};  // raised under the mutex
+  // Raised (under the mutex) before anything is removed from `entries`: a thread's cached
+  // lease taken under an older generation is not trusted (take_cached_entry).
+  std::atomic<std::uint64_t> generation{1};
   // At process exit. The pool is a function-local static made after the CUDA runtime
   // started, so it is destroyed before the runtime shuts down; a block is freed only where
   // its context is still the device's live one, so that nothing of a reset context is
@@ -217,16 +232,13 @@ void forget_context(unsigned long long context) {
   {
     auto& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
+    p.generation.fetch_add(1);
     for (auto it = p.entries.begin(); it != p.entries.end();) {
       if (it->first.first != context) {
         ++it;
         continue;
       }
-      if (it->second->leases > 0) {
-        it->second->dropped = true;
-        it->second->memory = nullptr;
-        it->second.release();  // the lease owns it now
-      }
+      if (it->second->leases.load() > 0) p.retired.push_back(std::move(it->second));
       it = p.entries.erase(it);
     }
   }
@@ -255,15 +267,32 @@ bool context_is_live(int device, unsigned long long context) {
 // A stream's unique id, which tells a new stream from a destroyed one that had the same
 // handle (the driver hands a destroyed stream's handle to the next stream created). For
 // cudaStreamPerThread it is the calling thread's own stream.
+// The driver is asked first; where it fails (or is missing), the runtime is asked the same
+// question, so that the error tally reports is the runtime's, with the runtime's name.
+// tally's library is compiled without per-thread default streams, so a null handle here is
+// the legacy stream, and the special handles have the same values in both APIs.
+CUstream driver_stream(cudaStream_t stream) {
+  return stream == nullptr ? CU_STREAM_LEGACY : reinterpret_cast<CUstream>(stream);
+}
+
 unsigned long long stream_id(cudaStream_t stream) {
   unsigned long long id = 0;
+  const driver_entry_points& d = driver();
+  if (d.stream_get_id && d.stream_get_id(driver_stream(stream), &id) == CUDA_SUCCESS) return id;
   check_cuda_call(cudaStreamGetId(stream, &id), "asking the id of the policy's stream (cudaStreamGetId)");
   return id;
 }
 
 bool is_capturing(cudaStream_t stream) {
+  static_assert(int(CU_STREAM_CAPTURE_STATUS_ACTIVE) == int(cudaStreamCaptureStatusActive) &&
+                int(CU_STREAM_CAPTURE_STATUS_INVALIDATED) == int(cudaStreamCaptureStatusInvalidated));
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  check_cuda_call(cudaStreamIsCapturing(stream, &capture), "asking whether the policy's stream is being captured");
+  const driver_entry_points& d = driver();
+  CUstreamCaptureStatus asked = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (d.stream_is_capturing && d.stream_is_capturing(driver_stream(stream), &asked) == CUDA_SUCCESS)
+    capture = static_cast<cudaStreamCaptureStatus>(asked);
+  else
+    check_cuda_call(cudaStreamIsCapturing(stream, &capture), "asking whether the policy's stream is being captured");
   if (capture == cudaStreamCaptureStatusInvalidated)
     throw_cuda_failure(cudaErrorStreamCaptureInvalidated, "enqueuing on a stream whose capture was invalidated");
   return capture == cudaStreamCaptureStatusActive;
@@ -326,19 +355,83 @@ std::size_t block_bytes_for(std::size_t needed) {
 // Frees the least recently used entries of `context` that no call holds, until at most
 // max_scratch_entries remain. Under the pool's mutex.
 void evict_beyond_limit(scratch_pool& p, unsigned long long context) {
-  for (;;) {
-    std::size_t count = 0;
+  std::size_t count = 0;
+  for (const auto& [key, entry] : p.entries) count += key.first == context;
+  if (count <= max_scratch_entries) return;
+  p.generation.fetch_add(1);  // before the leases are read: see take_cached_entry
+  for (; count > max_scratch_entries; --count) {
     auto victim = p.entries.end();
     for (auto it = p.entries.begin(); it != p.entries.end(); ++it) {
-      if (it->first.first != context) continue;
-      ++count;
-      if (it->second->leases == 0 && (victim == p.entries.end() || it->second->last_use < victim->second->last_use))
-        victim = it;
+      if (it->first.first != context || it->second->leases.load() != 0) continue;
+      if (victim == p.entries.end() || it->second->last_use.load() < victim->second->last_use.load()) victim = it;
     }
-    if (count <= max_scratch_entries || victim == p.entries.end()) return;
+    if (victim == p.entries.end()) return;
     free_device_block(victim->second->memory);
+    victim->second->memory = nullptr;
+    victim->second->bytes = 0;
     p.entries.erase(victim);
   }
+}
+
+// Entries of ended contexts that calls held when the context was forgotten, dropped once no
+// call holds them. Under the pool's mutex.
+void drop_retired(scratch_pool& p) {
+  p.retired.erase(std::remove_if(p.retired.begin(), p.retired.end(),
+                                 [](const std::shared_ptr<scratch_entry>& e) { return e->leases.load() == 0; }),
+                  p.retired.end());
+}
+
+// Each thread remembers the entries of the last few streams it ran calls on, so that a loop
+// of calls takes its stream's scratch without the pool's mutex, map or eviction scan.
+struct cached_lease {
+  unsigned long long context = 0;
+  unsigned long long stream = 0;
+  std::uint64_t generation = 0;  // the pool's, when the entry was found in it
+  std::shared_ptr<scratch_entry> entry;
+};
+struct lease_cache {
+  static constexpr int ways = 4;
+  cached_lease way[ways];
+  int next = 0;  // the way the next miss replaces
+};
+thread_local lease_cache this_threads_leases;
+
+// The cached entry of (context, stream), leased; nullptr when this thread has none that the
+// pool still holds. The lease is raised first and the generation read after it, while
+// whatever removes entries raises the generation first and reads the leases after it (both
+// sequentially consistent): either the remover sees this lease and keeps the entry, or this
+// thread sees the new generation and lets go. The object itself outlives the check, being
+// held by the cache.
+scratch_entry* take_cached_entry(scratch_pool& p, unsigned long long context, unsigned long long stream) {
+  for (cached_lease& c : this_threads_leases.way) {
+    if (c.stream != stream || c.context != context || !c.entry) continue;
+    if (p.generation.load(std::memory_order_relaxed) != c.generation) return nullptr;
+    scratch_entry* entry = c.entry.get();
+    entry->leases.fetch_add(1);
+    if (p.generation.load() != c.generation) {
+      entry->leases.fetch_sub(1);
+      return nullptr;
+    }
+    entry->last_use.store(p.clock.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return entry;
+  }
+  return nullptr;
+}
+
+void remember_lease(unsigned long long context, unsigned long long stream, std::uint64_t generation,
+                    std::shared_ptr<scratch_entry> entry) {
+  lease_cache& cache = this_threads_leases;
+  cached_lease* slot = nullptr;
+  for (cached_lease& c : cache.way)
+    if (c.stream == stream && c.context == context) slot = &c;
+  if (!slot) {
+    slot = &cache.way[cache.next];
+    cache.next = (cache.next + 1) % lease_cache::ways;
+  }
+  slot->context = context;
+  slot->stream = stream;
+  slot->generation = generation;
+  slot->entry = std::move(entry);  // may drop the last hold on an entry the pool removed
 }
 
 // The entries this thread made for its per-thread default stream: freed when it exits.
@@ -347,15 +440,18 @@ struct per_thread_entries {
   ~per_thread_entries() {
     for (const scratch_key& key : keys) {
       auto& p = pool();
-      std::unique_ptr<scratch_entry> gone;
+      std::shared_ptr<scratch_entry> gone;
       {
         std::lock_guard<std::mutex> lock(p.mutex);
         auto found = p.entries.find(key);
-        if (found == p.entries.end() || found->second->leases > 0) continue;
+        if (found == p.entries.end()) continue;
+        p.generation.fetch_add(1);
+        if (found->second->leases.load() > 0) continue;
         gone = std::move(found->second);
         p.entries.erase(found);
       }
       if (context_is_live(gone->device, gone->context)) free_device_block(gone->memory);
+      gone->memory = nullptr;
     }
   }
 };
@@ -636,21 +732,29 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
   const unsigned long long id = stream_id(stream);
   check_stream_of_device(stream, device);
   auto& p = pool();
-  scratch_entry* entry = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    auto& slot = p.entries[{context, id}];
-    if (!slot) {
-      slot = std::make_unique<scratch_entry>();
-      slot->device = device;
-      slot->context = context;
-      slot->stream_id = id;
-      if (stream == cudaStreamPerThread) this_threads_entries.keys.push_back({context, id});
+  scratch_entry* entry = take_cached_entry(p, context, id);
+  if (!entry) {
+    std::shared_ptr<scratch_entry> found;
+    std::uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(p.mutex);
+      drop_retired(p);
+      auto& slot = p.entries[{context, id}];
+      if (!slot) {
+        slot = std::make_shared<scratch_entry>();
+        slot->device = device;
+        slot->context = context;
+        slot->stream_id = id;
+        if (stream == cudaStreamPerThread) this_threads_entries.keys.push_back({context, id});
+      }
+      found = slot;
+      found->leases.fetch_add(1);
+      found->last_use.store(p.clock.fetch_add(1) + 1);
+      evict_beyond_limit(p, context);
+      generation = p.generation.load();
     }
-    entry = slot.get();
-    ++entry->leases;
-    entry->last_use = ++p.clock;
-    evict_beyond_limit(p, context);
+    entry = found.get();
+    remember_lease(context, id, generation, std::move(found));
   }
   entry_ = entry;
   entry->lock.lock();
@@ -676,12 +780,10 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
     // was before the call.
     entry->lock.unlock();
     std::lock_guard<std::mutex> lock(p.mutex);
-    if (--entry->leases == 0) {
-      if (entry->dropped) {
-        delete entry;
-      } else if (!entry->memory) {
-        p.entries.erase({context, id});
-      }
+    p.generation.fetch_add(1);  // before the lease is let go: see take_cached_entry
+    if (entry->leases.fetch_sub(1) == 1 && !entry->memory) {
+      const auto found = p.entries.find({context, id});
+      if (found != p.entries.end() && found->second.get() == entry) p.entries.erase(found);
     }
     entry_ = nullptr;
     throw;
@@ -699,21 +801,20 @@ scratch_lease::~scratch_lease() {
   auto* entry = static_cast<scratch_entry*>(entry_);
   if (!launched_) entry->needs_zeroing = true;
   entry->lock.unlock();
-  const bool dropped = entry->dropped.load();
-  if (entry->leases.fetch_sub(1) == 1 && dropped) delete entry;
+  entry->leases.fetch_sub(1);  // the last touch: the pool or a cache keeps the object alive until here
 }
 
 unsigned int stream_control_word(int device, cudaStream_t stream, int index) {
   const unsigned long long context = current_context(device);
   const unsigned long long id = stream_id(stream);
-  scratch_entry* entry = nullptr;
+  std::shared_ptr<scratch_entry> entry;
   auto& p = pool();
   {
     std::lock_guard<std::mutex> lock(p.mutex);
     const auto found = p.entries.find({context, id});
     if (found == p.entries.end()) return 0;
-    entry = found->second.get();
-    ++entry->leases;
+    entry = found->second;
+    entry->leases.fetch_add(1);
   }
   unsigned int word = 0;
   cudaError_t status = cudaSuccess;
@@ -723,10 +824,7 @@ unsigned int stream_control_word(int device, cudaStream_t stream, int index) {
     if (status == cudaSuccess && entry->memory)
       status = cudaMemcpy(&word, static_cast<unsigned int*>(entry->memory) + index, sizeof word, cudaMemcpyDeviceToHost);
   }
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (--entry->leases == 0 && entry->dropped) delete entry;
-  }
+  entry->leases.fetch_sub(1);
   check_cuda_call(status, "reading a stream's scratch");
   return word;
 }
@@ -746,12 +844,14 @@ std::size_t scratch_bytes() {
 }
 
 void release_all() {
-  std::vector<std::unique_ptr<scratch_entry>> freed;
+  std::vector<std::shared_ptr<scratch_entry>> freed;
   {
     auto& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
+    p.generation.fetch_add(1);  // before the leases are read: see take_cached_entry
+    drop_retired(p);
     for (auto it = p.entries.begin(); it != p.entries.end();) {
-      if (it->second->leases > 0) {
+      if (it->second->leases.load() > 0) {
         ++it;
         continue;
       }
@@ -759,8 +859,11 @@ void release_all() {
       it = p.entries.erase(it);
     }
   }
-  for (const auto& entry : freed)
+  for (const auto& entry : freed) {
     if (context_is_live(entry->device, entry->context)) free_device_block(entry->memory);
+    entry->memory = nullptr;
+    entry->bytes = 0;
+  }
   auto& s = slots();
   std::lock_guard<std::mutex> lock(s.mutex);
   std::vector<slab> kept;
