@@ -1760,6 +1760,71 @@ void resources_release_scratch_hands_everything_back() {
   require(again.streams == 5 && again.result_slabs >= 1, "later calls did not allocate again");
 }
 
+// Threads looping calls on their own streams take their blocks from their lease caches,
+// without the pool's mutex, while this thread frees blocks under them: release_scratch(),
+// eviction past max_scratch_entries (70 short-lived streams a round) and exiting threads'
+// per-thread blocks. Every call's value is checked (its init changes every call, so a result
+// left over from an earlier call cannot pass); a block freed under a running call would fault
+// (the child then fails) or, under compute-sanitizer's memcheck, be reported.
+void resources_freed_while_threads_loop_on_their_streams() {
+  seeded s(3805);
+  note seed(s.trace());
+  const std::size_t n = big_n();
+  const auto vi = random_values<int>(n, s.rng);
+  device_buffer<int> di(vi);
+  const unsigned base = static_cast<unsigned>(int_sum(vi, n, 0));
+  const auto want = [base](int init) { return static_cast<int>(base + static_cast<unsigned>(init)); };
+  const int workers_count = 4;
+  const int calls = under_sanitizer() ? 40 : 400;
+  const int rounds = under_sanitizer() ? 2 : 6;
+  std::atomic<int> looping{workers_count};
+  thread_failures failures;
+  std::vector<std::thread> workers;
+  start_line start(workers_count + 1);
+  for (int t = 0; t < workers_count; ++t) {
+    workers.push_back(checked_thread(failures, "looping thread " + std::to_string(t), [&, t] {
+      struct done_looping {
+        std::atomic<int>& count;
+        ~done_looping() { count.fetch_sub(1); }
+      } done{looping};
+      owned_stream stream;
+      start.arrive_and_wait();
+      for (int i = 0; i < calls; ++i) {
+        const int init = t * 100003 + i;
+        if (i % 4 == 3) {
+          require_bits(tally::reduce(tally::device.on(stream).strategy(tally::strategy::two_pass), di.begin(),
+                                     di.end(), init),
+                       want(init), "two-pass call " + std::to_string(i));
+        } else {
+          require_bits(tally::reduce(on(stream), di.begin(), di.end(), init), want(init), "call " + std::to_string(i));
+        }
+      }
+    }));
+  }
+  start.arrive_and_wait();
+  for (int round = 0; round < rounds && looping.load() > 0; ++round) {
+    note at("freeing round " + std::to_string(round));
+    tally::release_scratch();
+    {
+      std::vector<std::unique_ptr<owned_stream>> churn;
+      for (int i = 0; i < 70; ++i) {
+        churn.push_back(std::make_unique<owned_stream>());
+        require_bits(tally::reduce(on(*churn.back()), di.begin(), di.end(), -i), want(-i), "a short-lived stream's call");
+      }
+    }
+    std::thread passing = checked_thread(failures, "a thread on its per-thread stream", [&] {
+      require_bits(tally::reduce(on(cudaStreamPerThread), di.begin(), di.end(), 7), want(7), "per-thread call");
+    });
+    passing.join();
+  }
+  for (auto& w : workers) w.join();
+  failures.require_none();
+  require(tally::scratch_held().streams <= tally::detail::max_scratch_entries,
+          std::to_string(tally::scratch_held().streams) + " blocks held after the churn");
+  tally::release_scratch();
+  require_bits(tally::reduce(tally::device, di.begin(), di.end(), 1), want(1), "a call after the last release");
+}
+
 // ---- managed memory ----
 
 struct widen_square {
@@ -1912,6 +1977,7 @@ const std::map<std::string, scenario>& child_scenarios() {
       {"resources_thread_exit_releases_its_per_thread_block", resources_thread_exit_releases_its_per_thread_block},
       {"resources_bounded_after_80_streams", resources_bounded_after_80_streams},
       {"resources_release_scratch_hands_everything_back", resources_release_scratch_hands_everything_back},
+      {"resources_freed_while_threads_loop_on_their_streams", resources_freed_while_threads_loop_on_their_streams},
       {"managed_memory_input", managed_memory_input},
       {"two_devices_threads_graphs_and_a_device_reset", two_devices_threads_graphs_and_a_device_reset},
       {"capture_in_global_mode_beside_direct_calls_on_other_threads",
@@ -2002,6 +2068,7 @@ LIFECYCLE_CHILD_TEST(resources_one_block_per_stream)
 LIFECYCLE_CHILD_TEST(resources_thread_exit_releases_its_per_thread_block)
 LIFECYCLE_CHILD_TEST(resources_bounded_after_80_streams)
 LIFECYCLE_CHILD_TEST(resources_release_scratch_hands_everything_back)
+LIFECYCLE_CHILD_TEST(resources_freed_while_threads_loop_on_their_streams)
 LIFECYCLE_CHILD_TEST(managed_memory_input)
 LIFECYCLE_CHILD_TEST(capture_in_global_mode_beside_direct_calls_on_other_threads)
 
