@@ -124,11 +124,20 @@ cudaError_t allocate_pinned(void** memory, std::size_t bytes) {
   return status;
 }
 
-// Frees device memory of a live context. cudaFree waits for the device to finish its work
+// Device bytes of the scratch blocks the pool allocated and has not given up, whether or not
+// its map still lists them (scratch_bytes_allocated): a block dropped from the map without
+// being freed shows here as bytes the map does not hold.
+std::atomic<std::size_t> allocated_block_bytes{0};
+
+// A block of a context that has ended: its memory went with the context.
+void forget_block(std::size_t bytes) { allocated_block_bytes.fetch_sub(bytes); }
+
+// Frees a scratch block of a live context. cudaFree waits for the device to finish its work
 // first ("cudaFree ... synchronizes", CUDA programming guide, implicit synchronization), so
 // no kernel still uses the block. Errors are dropped: the memory is given up either way.
-void free_device_block(void* memory) {
+void free_device_block(void* memory, std::size_t bytes) {
   if (!memory) return;
+  forget_block(bytes);
   relaxed_capture_mode relaxed;
   if (cudaFree(memory) != cudaSuccess) cudaGetLastError();
 }
@@ -238,6 +247,7 @@ void forget_context(unsigned long long context) {
         ++it;
         continue;
       }
+      if (it->second->memory) forget_block(it->second->bytes);
       if (it->second->leases.load() > 0) p.retired.push_back(std::move(it->second));
       it = p.entries.erase(it);
     }
@@ -341,6 +351,7 @@ void* make_zeroed_block(int device, unsigned long long stream, std::size_t bytes
     cudaFree(memory);
     throw_cuda_failure(status, "zeroing new scratch");
   }
+  allocated_block_bytes.fetch_add(bytes);
   return memory;
 }
 
@@ -366,7 +377,7 @@ void evict_beyond_limit(scratch_pool& p, unsigned long long context) {
       if (victim == p.entries.end() || it->second->last_use.load() < victim->second->last_use.load()) victim = it;
     }
     if (victim == p.entries.end()) return;
-    free_device_block(victim->second->memory);
+    free_device_block(victim->second->memory, victim->second->bytes);
     victim->second->memory = nullptr;
     victim->second->bytes = 0;
     p.entries.erase(victim);
@@ -450,7 +461,8 @@ struct per_thread_entries {
         gone = std::move(found->second);
         p.entries.erase(found);
       }
-      if (context_is_live(gone->device, gone->context)) free_device_block(gone->memory);
+      if (context_is_live(gone->device, gone->context)) free_device_block(gone->memory, gone->bytes);
+      else if (gone->memory) forget_block(gone->bytes);
       gone->memory = nullptr;
     }
   }
@@ -761,7 +773,7 @@ scratch_lease::scratch_lease(int device, cudaStream_t stream, std::size_t partia
   try {
     if (entry->bytes < needed) {
       void* grown = make_zeroed_block(device, id, block_bytes_for(needed));
-      free_device_block(entry->memory);  // waits for the device: no kernel still uses it
+      free_device_block(entry->memory, entry->bytes);  // waits for the device: no kernel still uses it
       entry->memory = grown;
       entry->bytes = block_bytes_for(needed);
       entry->needs_zeroing = false;
@@ -843,6 +855,8 @@ std::size_t scratch_bytes() {
   return bytes;
 }
 
+std::size_t scratch_bytes_allocated() { return allocated_block_bytes.load(); }
+
 void release_all() {
   std::vector<std::shared_ptr<scratch_entry>> freed;
   {
@@ -860,7 +874,8 @@ void release_all() {
     }
   }
   for (const auto& entry : freed) {
-    if (context_is_live(entry->device, entry->context)) free_device_block(entry->memory);
+    if (context_is_live(entry->device, entry->context)) free_device_block(entry->memory, entry->bytes);
+    else if (entry->memory) forget_block(entry->bytes);
     entry->memory = nullptr;
     entry->bytes = 0;
   }

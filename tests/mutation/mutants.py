@@ -47,6 +47,11 @@ DISTRIBUTED = ["test_distributed"]
 # operand order; test_reduce_device folds 1 to 33 tile partials under such an operator.
 BUILDING_BLOCKS = ["test_building_blocks"]
 REDUCE_DEVICE = ["test_reduce_device"]
+# The runtime's scratch pool (docs/decisions/0032-cached-scratch-lease.md): test_lifecycle frees
+# blocks under threads that loop calls on their own streams, and checks that every block the pool
+# allocated is one it still lists.
+RUNTIME = "lib/runtime.cpp"
+LIFECYCLE = ["test_lifecycle"]
 
 MUTANTS = [
     # ---- host ----------------------------------------------------------------------------
@@ -213,6 +218,15 @@ MUTANTS = [
          defect="warp 0's fold of a few tile partials also combines the first lane past the partials",
          old="      if (lane + delta < count) value = static_cast<T>(op(value, other));",
          new="      if (lane + delta <= count) value = static_cast<T>(op(value, other));"),
+    dict(id="D19", kind="device", file=RUNTIME, tests=LIFECYCLE,
+         defect="a thread's cached lease is trusted without checking the pool's generation",
+         old="""    if (p.generation.load(std::memory_order_relaxed) != c.generation) return nullptr;
+    scratch_entry* entry = c.entry.get();
+    entry->leases.fetch_add(1);
+    if (p.generation.load() != c.generation) {""",
+         new="""    scratch_entry* entry = c.entry.get();
+    entry->leases.fetch_add(1);
+    if (false) {"""),
     # ---- two devices: the combine of tally::tally_nccl ------------------------------------
     dict(id="N01", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
          defect="the fold of the ranks' slots skips the last slot",

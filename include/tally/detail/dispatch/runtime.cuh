@@ -144,6 +144,10 @@ class scratch_lease {
 // needing one, until the stream's entry is released) and their bytes.
 std::size_t scratch_entries();
 std::size_t scratch_bytes();
+// Test hook: the device bytes of the scratch blocks allocated and not yet freed (or lost with
+// their context), whether or not the pool still lists them. Equal to scratch_bytes() except
+// while a call grows a block: more means a block the pool let go of without freeing it.
+std::size_t scratch_bytes_allocated();
 
 // At most this many stream entries per context: past it, the least recently used one that
 // no call holds is freed (after the device has finished its work). Entries of a thread's
