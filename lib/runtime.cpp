@@ -160,6 +160,16 @@ struct scratch_entry {
 
 using scratch_key = std::pair<unsigned long long, unsigned long long>;  // (context, stream id)
 
+// Gives up an entry's block once the pool no longer lists the entry and no call holds it:
+// freed where its context is live, only forgotten where the context ended (its memory went
+// with it). A lease cache that still holds the entry finds it empty.
+void give_up_block(scratch_entry& entry, bool context_live) {
+  if (context_live) free_device_block(entry.memory, entry.bytes);
+  else if (entry.memory) forget_block(entry.bytes);
+  entry.memory = nullptr;
+  entry.bytes = 0;
+}
+
 // Whether `context` is the live context of `device`, asked of the driver (for the pools'
 // destructors at process exit, where the registry may not have seen a reset yet).
 bool is_live_context_of(int device, unsigned long long context);
@@ -377,9 +387,7 @@ void evict_beyond_limit(scratch_pool& p, unsigned long long context) {
       if (victim == p.entries.end() || it->second->last_use.load() < victim->second->last_use.load()) victim = it;
     }
     if (victim == p.entries.end()) return;
-    free_device_block(victim->second->memory, victim->second->bytes);
-    victim->second->memory = nullptr;
-    victim->second->bytes = 0;
+    give_up_block(*victim->second, true);  // an entry of the calling thread's live context
     p.entries.erase(victim);
   }
 }
@@ -461,9 +469,7 @@ struct per_thread_entries {
         gone = std::move(found->second);
         p.entries.erase(found);
       }
-      if (context_is_live(gone->device, gone->context)) free_device_block(gone->memory, gone->bytes);
-      else if (gone->memory) forget_block(gone->bytes);
-      gone->memory = nullptr;
+      give_up_block(*gone, context_is_live(gone->device, gone->context));
     }
   }
 };
@@ -873,12 +879,7 @@ void release_all() {
       it = p.entries.erase(it);
     }
   }
-  for (const auto& entry : freed) {
-    if (context_is_live(entry->device, entry->context)) free_device_block(entry->memory, entry->bytes);
-    else if (entry->memory) forget_block(entry->bytes);
-    entry->memory = nullptr;
-    entry->bytes = 0;
-  }
+  for (const auto& entry : freed) give_up_block(*entry, context_is_live(entry->device, entry->context));
   auto& s = slots();
   std::lock_guard<std::mutex> lock(s.mutex);
   std::vector<slab> kept;
