@@ -10,7 +10,10 @@
 
 #include <gtest/gtest.h>
 #include <thrust/device_vector.h>
+#include <thrust/copy.h>
 #include <thrust/host_vector.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <cmath>
 #include <cstdint>
@@ -97,6 +100,56 @@ TEST_F(matrix_device, rows_and_columns_float) { check_rows_and_columns<float>(31
 TEST_F(matrix_device, rows_and_columns_float_misaligned) { check_rows_and_columns<float>(32, 1); }
 TEST_F(matrix_device, rows_and_columns_double) { check_rows_and_columns<double>(33, 0); }
 TEST_F(matrix_device, rows_and_columns_int) { check_rows_and_columns<int>(34, 3); }
+
+// Values made on the device from their index: positive, with mantissas that differ, so that a
+// column's float sum rounds differently in any other order than its plan's.
+struct hashed_value {
+  __host__ __device__ float operator()(long long k) const {
+    const unsigned h = unsigned(k) * 2654435761u;
+    return float(h >> 12) * (1.0f / 1048576.0f) + 0.25f;
+  }
+};
+
+// Element (i, j) of the hashed matrix with leading dimension ld, for a column's contiguous copy.
+struct hashed_column_entry {
+  long long ld, j;
+  __host__ __device__ float operator()(long long i) const { return hashed_value{}(i * ld + j); }
+};
+
+// Columns of several tiles take the column kernels' two launches: the tiles' partials, then
+// their fold (chains of two partials past 256 tiles, tiles of two steps past 2048). Each column
+// has the bits of tally::reduce over a contiguous copy of it, and its sum is near the exact one.
+// The matrix is a transform of a counting iterator, so that tall ones cost no memory.
+TEST_F(matrix_device, columns_of_many_tiles_have_the_bits_of_their_own_reduce) {
+  std::vector<shape> tall = {{20000, 40, 45}, {300000, 33, 33}, {8193, 100, 100}, {40000, 16, 16}};
+  if (!under_sanitizer()) {
+    tall.push_back({2100000, 17, 20});
+    tall.push_back({(std::int64_t(2048) * 8192) + 12345, 16, 16});
+  }
+  const auto matrix = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), hashed_value{});
+  for (const shape& m : tall) {
+    SCOPED_TRACE(std::to_string(m.rows) + " x " + std::to_string(m.cols) + ", ld " + std::to_string(m.ld));
+    const std::size_t rows = std::size_t(m.rows), cols = std::size_t(m.cols);
+    thrust::device_vector<float> d_cols(poisoned_vector<float>(cols + 1));
+    tally::reduce_columns(tally::device, matrix, m.rows, m.cols, m.ld, d_cols.begin(), 2.0f, tally::plus<float>{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const thrust::host_vector<float> got = d_cols;
+    thrust::device_vector<float> column(rows);
+    for (std::size_t j = 0; j < cols; ++j) {
+      thrust::copy_n(thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                     hashed_column_entry{m.ld, static_cast<long long>(j)}),
+                     rows, column.begin());
+      const float alone = tally::reduce(tally::device, column.begin(), column.end(), 2.0f, tally::plus<float>{});
+      ASSERT_EQ(bits_of(got[j]), bits_of(alone)) << "column " << j;
+      const thrust::host_vector<float> h = column;
+      const std::vector<float> values(h.begin(), h.end());
+      ASSERT_TRUE(sum_is_near(got[j], reference_sum<double>(values, 0, rows, 2.0),
+                              sum_error_bound(values, 0, rows, 2.0)))
+          << "column " << j;
+    }
+    EXPECT_EQ(bits_of(got[cols]), bits_of(poisoned_vector<float>(1)[0])) << "written past the columns";
+  }
+}
 
 struct square {
   __host__ __device__ double operator()(float v) const { return double(v) * double(v); }

@@ -21,6 +21,7 @@
 // correct and deterministic, but far from the speed of memory for tall matrices (docs/segmented.md
 // gives the measurements and the plan for a kernel of their own).
 
+#include "tally/detail/dispatch/column_dispatch.cuh"
 #include "tally/segmented_reduce.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
@@ -72,6 +73,25 @@ inline std::uint64_t check_matrix(std::int64_t rows, std::int64_t cols, std::int
   return (r - 1) * l + c;
 }
 
+// The columns by the column kernels (dispatch/column_dispatch.cuh): each lane a column, the
+// rows of 32 neighbouring columns read together.
+template <int VW, class It, class OutIt, class T, class Op, bool MayForceStrategy>
+OutIt device_columns(const basic_device_policy<MayForceStrategy>& policy, It base, std::uint64_t rows,
+                     std::uint64_t cols, std::uint64_t ld, OutIt out, T init, Op op, const char* algorithm) {
+  check_operator<T, Op, iterator_value_t<It>>();
+  static_assert(moves_as_bytes_v<T>,
+                "tally::reduce_columns: a device reduction moves init's type as bytes, so it must be trivially "
+                "copyable, or copy-constructible and trivially destructible");
+  if constexpr (operator_fits_v<T, Op, iterator_value_t<It>> && moves_as_bytes_v<T>) {
+    algorithm_scope scope(algorithm);
+    const int device = current_device();
+    const auto in = device_view(base, true, device, "the matrix", algorithm);
+    const auto to = device_view(out, true, device, "out", algorithm);
+    device_column_reduce<T, VW>(in, rows, cols, ld, to, init, op, policy, device);
+  }
+  return out + static_cast<typename std::iterator_traits<OutIt>::difference_type>(cols);
+}
+
 template <class Policy, class It, class OutIt, class T, class Op>
 OutIt reduce_rows_impl(const Policy& policy, It first, std::int64_t rows, std::int64_t cols, std::int64_t ld, OutIt out,
                        T init, Op op, const char* algorithm) {
@@ -111,6 +131,13 @@ OutIt reduce_columns_impl(const Policy& policy, It first, std::int64_t rows, std
     const auto bounds = [r](int) { return fixed_size_bounds{r}; };
     // The view reads through a device pointer, so that the kernels take it as a device iterator.
     const auto base = readable_base(p, first, span > 0, "the matrix", algorithm);
+    using view_t = decltype(column_major_view(base, rows, ld));
+    constexpr int vw = plan_vector_width_v<view_t>;
+    if constexpr (is_commutative_v<Op> && !is_exact_plus_v<Op> && !declares_exact_fields<Op>::value &&
+                  column_kernels_take_v<T, vw>) {
+      if (span > 0 && columns_by_column_kernels(r, c, make_plan(r, vw, plan_max_tiles_for<Op>).tiles))
+        return device_columns<vw>(p, base, r, c, std::uint64_t(ld), out, init, op, algorithm);
+    }
     return device_segmented(p, column_major_view(base, rows, ld), bounds, c, r == 0 ? 1 : r, out, init, op, r > 0,
                             algorithm);
   }

@@ -73,6 +73,14 @@ inline constexpr bool transforms_at_fold = true;
 inline constexpr unsigned segment_thread_tree_widest = 16;
 inline constexpr unsigned segment_thread_tree_passes = 8;
 
+// ---- column reductions (kernels/column_kernels.cuh) -----------------------------------------
+
+// Matrices with at least this many columns and rows take the column kernels, a lane per
+// column; narrower or shorter ones the segmented kernels over the column-major view, which
+// keep a warp busy when 32 neighbouring columns would leave most of its lanes or warps idle.
+inline constexpr unsigned long long column_kernels_min_cols = 16;
+inline constexpr unsigned long long column_kernels_min_rows = 16;
+
 // ---- kernels for small plans (dispatch/device_dispatch.cuh) ---------------------------------------
 
 // The one-tile kernel of the fewest loads per thread tried first: 1, 2, 4, ... below
