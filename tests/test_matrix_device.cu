@@ -33,12 +33,16 @@ struct shape {
   std::int64_t rows, cols, ld;
 };
 
-// Rows and columns of every size class of segmented_reduce (a lane, lanes, a warp, a block, long).
+// Rows and columns of every size class of segmented_reduce (a lane, lanes, a warp, a block, long)
+// and of the column kernels.
 const std::vector<shape>& shapes() {
   static const std::vector<shape> all = {
       {1000, 1, 1},  {1000, 3, 5},     {300, 33, 40},  {200, 129, 129}, {64, 1025, 1030}, {9, 8193, 8200},
       {3, 100001, 100003}, {1, 5, 5}, {5, 1, 9},      {4097, 64, 64},  {129, 300, 301},   {0, 5, 5},
-      {5, 0, 3}};
+      {5, 0, 3},
+      // The column kernels' boundaries: the fewest rows they take, a thread per column up to
+      // 32 VW rows, a quarter warp's chunks read at once up to 256 VW rows.
+      {16, 40, 41}, {128, 50, 50}, {1024, 48, 50}, {1025, 47, 47}};
   return all;
 }
 

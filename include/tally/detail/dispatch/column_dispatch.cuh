@@ -3,6 +3,7 @@
 // (kernels/column_kernels.cuh): one launch where a column's plan has one tile, else the tiles'
 // launch and the fold of their partials, in scratch leased for the call.
 
+#include "tally/detail/dispatch/device_dispatch.cuh"
 #include "tally/detail/dispatch/launch.cuh"
 #include "tally/detail/dispatch/runtime.cuh"
 #include "tally/detail/kernels/column_kernels.cuh"
@@ -38,6 +39,16 @@ void device_column_reduce(It matrix, std::uint64_t rows, std::uint64_t cols, std
   shape.ld = ld;
   shape.groups = (cols + warp_threads - 1) / warp_threads;
   shape.plan = make_plan(rows, VW, plan_max_tiles_for<Op>);
+  const cudaStream_t stream = policy.stream();
+  if (rows <= std::uint64_t(warp_threads) * VW) {  // only the plan's warp 0 holds rows: a thread per column
+    check_stream_of_device(stream, device);
+    constexpr auto short_kernel = &short_columns_kernel<Acc, VW, It, Op, OutIt>;
+    const std::uint64_t blocks = (cols + block_threads - 1) / block_threads;
+    const std::uint64_t resident = resident_grid<short_kernel>(policy, device);
+    launch_kernel<short_kernel>(unsigned(blocks < resident ? blocks : resident), block_threads, stream, device, matrix,
+                                shape, init, op, out);
+    return;
+  }
   const unsigned grid = unsigned(shape.groups * shape.plan.tiles);
   // Warps for the plan warps that hold rows of the first (the longest) tile, four each.
   const std::uint64_t first_len = rows < shape.plan.tile_items ? rows : shape.plan.tile_items;
@@ -46,7 +57,6 @@ void device_column_reduce(It matrix, std::uint64_t rows, std::uint64_t cols, std
                                                                     : (threads_holding + warp_threads - 1) / warp_threads;
   const unsigned threads = unsigned(plan_warps * warp_threads * column_quarters);
   constexpr auto tiles_kernel = &column_tiles_kernel<Acc, VW, It, Op, OutIt>;
-  const cudaStream_t stream = policy.stream();
   if (shape.plan.tiles == 1) {
     check_stream_of_device(stream, device);
     launch_kernel<tiles_kernel>(grid, threads, stream, device, matrix, shape, init, op, out,

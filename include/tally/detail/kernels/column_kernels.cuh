@@ -7,6 +7,9 @@
 //                        folds the 32 quarters into the tile's partial. A one-tile plan writes
 //                        op(init, partial) to out; a longer one leaves the partials in scratch,
 //                        partials[tile * cols + column]
+//   short_columns_kernel columns of at most warp_threads * VW rows, whose plan holds only warp
+//                        0's first lanes: a thread per column evaluates that lane tree depth
+//                        first (segment_by_thread_tree), the warp's loads of one row together
 //   column_fold_kernel   a block per group of 32 columns folds the plan's tile partials: warp w
 //                        the plan's chains 32w .. 32w + 31 (chain t is partials t, t + 256, ...
 //                        in order), the warp tree over them, then warp 0's tree over the warps.
@@ -61,6 +64,21 @@ __global__ void __launch_bounds__(column_tile_threads, 1)
     out[static_cast<out_diff>(col)] = static_cast<Acc>(op(init, partial));
   } else {
     partials[tile * shape.cols + col] = partial;
+  }
+}
+
+template <class Acc, int VW, class It, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    short_columns_kernel(It matrix, column_shape shape, Acc init, Op op, OutIt out) {
+  wait_for_prior_grid();
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  using diff_t = typename std::iterator_traits<It>::difference_type;
+  for (std::uint64_t col = std::uint64_t(blockIdx.x) * block_threads + threadIdx.x; col < shape.cols;
+       col += std::uint64_t(gridDim.x) * block_threads) {
+    const column_loader<It> load{matrix + static_cast<diff_t>(col), static_cast<diff_t>(shape.ld)};
+    out[static_cast<out_diff>(col)] = shape.rows <= std::uint64_t(VW)
+                                          ? segment_by_thread<Acc, VW>(load, shape.rows, init, op)
+                                          : segment_by_thread_tree<Acc, VW>(load, shape.rows, init, op);
   }
 }
 

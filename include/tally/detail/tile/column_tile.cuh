@@ -20,6 +20,7 @@
 
 #include "tally/detail/plan.cuh"
 #include "tally/detail/tile/commutative_tile.cuh"
+#include "tally/detail/tile/segment_replay.cuh"
 
 #include <cstdint>
 #include <iterator>
@@ -125,6 +126,41 @@ __device__ __forceinline__ Acc fold_column_thread(It matrix, const column_shape&
 inline constexpr unsigned column_quarters = 4;
 inline constexpr unsigned column_tile_threads = block_threads * column_quarters;
 
+// A tile of at most block_threads * VW rows gives each of the plan's threads at most one chunk:
+// a quarter then reads its 8 threads' chunks at once (8 * VW loads in flight, where one thread
+// at a time would have VW), and folds them after.
+template <class Acc, int VW, class It, class Op>
+__device__ __forceinline__ void push_short_quarter(It matrix, const column_shape& shape, std::uint64_t col,
+                                                   std::uint64_t tile_begin, std::uint64_t len, unsigned w, unsigned q,
+                                                   Op& op, flat_tree<Acc, 4>& tree) {
+  using value_t = typename std::iterator_traits<It>::value_type;
+  using diff_t = typename std::iterator_traits<It>::difference_type;
+  constexpr unsigned leaves = warp_threads / column_quarters;
+  const diff_t ld = static_cast<diff_t>(shape.ld);
+  const It column = matrix + static_cast<diff_t>(tile_begin * shape.ld + col);
+  value_t x[leaves][VW];
+#pragma unroll
+  for (unsigned k = 0; k < leaves; ++k) {
+    const std::uint64_t first_row = std::uint64_t(w * warp_threads + reverse_bits(q * leaves + k, 5)) * VW;
+#pragma unroll
+    for (int e = 0; e < VW; ++e)
+      if (first_row + e < len) x[k][e] = column[static_cast<diff_t>(first_row + e) * ld];
+  }
+#pragma unroll
+  for (unsigned k = 0; k < leaves; ++k) {
+    const std::uint64_t first_row = std::uint64_t(w * warp_threads + reverse_bits(q * leaves + k, 5)) * VW;
+    const bool valid = first_row < len;
+    Acc acc{};
+    if (valid) {
+      acc = static_cast<Acc>(x[k][0]);
+#pragma unroll
+      for (int e = 1; e < VW; ++e)
+        if (first_row + e < len) fold_into(acc, x[k][e], op);
+    }
+    tree.push(acc, valid, op);
+  }
+}
+
 // This warp's subtree of a column tile: quarter q of plan warp w, for the lane's column.
 template <class Acc, int VW, class It, class Op>
 __device__ __forceinline__ Acc column_quarter(It matrix, const column_shape& shape, std::uint64_t col,
@@ -133,16 +169,30 @@ __device__ __forceinline__ Acc column_quarter(It matrix, const column_shape& sha
   constexpr unsigned leaves = warp_threads / column_quarters;
   flat_tree<Acc, 4> tree;
   static_assert(leaves == 8, "a quarter of a warp's 32 lanes: a tree of 8 leaves, 4 levels");
+  if (len <= std::uint64_t(block_threads) * VW) {
+    push_short_quarter<Acc, VW>(matrix, shape, col, tile_begin, len, w, q, op, tree);
+  } else {
 #pragma unroll 1
-  for (unsigned k = 0; k < leaves; ++k) {
-    const unsigned t = w * warp_threads + reverse_bits(q * leaves + k, 5);
-    bool folded = false;
-    const Acc a = fold_column_thread<Acc, VW>(matrix, shape, col, tile_begin, len, t, op, folded);
-    tree.push(a, folded, op);
+    for (unsigned k = 0; k < leaves; ++k) {
+      const unsigned t = w * warp_threads + reverse_bits(q * leaves + k, 5);
+      bool folded = false;
+      const Acc a = fold_column_thread<Acc, VW>(matrix, shape, col, tile_begin, len, t, op, folded);
+      tree.push(a, folded, op);
+    }
   }
   valid = tree.root_valid();
   return tree.root();
 }
+
+// A column as a segment loader (tile/segment_replay.cuh): element i is row i.
+template <class It>
+struct column_loader {
+  It column;  // the column's first element
+  typename std::iterator_traits<It>::difference_type ld;
+  __device__ __forceinline__ typename std::iterator_traits<It>::value_type element(std::uint64_t i) const {
+    return column[static_cast<typename std::iterator_traits<It>::difference_type>(i) * ld];
+  }
+};
 
 // The tile's partial from its 32 quarters (quarter q of plan warp w in slots[w * 4 + q]): the
 // block tree is warp 0's tree over the 8 warps' results, whose leaves in bit-reversed order
