@@ -16,10 +16,11 @@
 // Without init and op: sums, from the element type's zero. Under a device policy the matrix and
 // out must be device-accessible and the call returns without waiting (like reduce_into).
 //
-// Rows run at the speed of segmented_reduce's fixed-size segments. Columns are read as
-// segments of a column-major view of the matrix, so a long column is read one element per row:
-// correct and deterministic, but far from the speed of memory for tall matrices (docs/segmented.md
-// gives the measurements and the plan for a kernel of their own).
+// Rows run as segmented_reduce's fixed-size segments. Columns under a commutative operator, with
+// at least 16 rows and 16 columns, take kernels of their own (dispatch/column_dispatch.cuh): a
+// lane per column, so that a warp reads a row of 32 neighbouring columns at once, each lane
+// replaying its column's plan. Other columns are read as the segments of a column-major view of
+// the matrix, one element per row (docs/segmented.md; docs/decisions/0033).
 
 #include "tally/detail/dispatch/column_dispatch.cuh"
 #include "tally/segmented_reduce.cuh"
