@@ -52,6 +52,12 @@ REDUCE_DEVICE = ["test_reduce_device"]
 # allocated is one it still lists.
 RUNTIME = "lib/runtime.cpp"
 LIFECYCLE = ["test_lifecycle"]
+# The column kernels of reduce_columns (docs/decisions/0033-column-kernels.md): test_matrix_device
+# compares every column with tally::reduce over a copy of it, bit for bit, from 16 rows to tiles of
+# two steps (the tall shapes run outside the sanitizer).
+COLUMN_TILE = "include/tally/detail/tile/column_tile.cuh"
+COLUMN_KERNELS = "include/tally/detail/kernels/column_kernels.cuh"
+MATRIX = ["test_matrix_device"]
 
 MUTANTS = [
     # ---- host ----------------------------------------------------------------------------
@@ -227,6 +233,14 @@ MUTANTS = [
          new="""    scratch_entry* entry = c.entry.get();
     entry->leases.fetch_add(1);
     if (false) {"""),
+    dict(id="D20", kind="device", file=COLUMN_TILE, tests=MATRIX,
+         defect="a column tile's partial takes the plan's warps in order, not in the block tree's bit-reversed order",
+         old="    const unsigned w = reverse_bits(m, 3);",
+         new="    const unsigned w = m;"),
+    dict(id="D21", kind="device", file=COLUMN_KERNELS, tests=MATRIX,
+         defect="a column's chain of tile partials skips its second partial (plans of more than 256 tiles)",
+         old="for (std::uint64_t i = t + block_threads; i < tiles; i += block_threads)",
+         new="for (std::uint64_t i = t + 2 * block_threads; i < tiles; i += block_threads)"),
     # ---- two devices: the combine of tally::tally_nccl ------------------------------------
     dict(id="N01", kind="two_devices", file=SHARD_KERNELS, tests=DISTRIBUTED,
          defect="the fold of the ranks' slots skips the last slot",
