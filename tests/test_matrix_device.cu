@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <thrust/device_vector.h>
 #include <thrust/copy.h>
+#include <thrust/fill.h>
 #include <thrust/host_vector.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -153,6 +154,60 @@ TEST_F(matrix_device, columns_of_many_tiles_have_the_bits_of_their_own_reduce) {
     }
     EXPECT_EQ(bits_of(got[cols]), bits_of(poisoned_vector<float>(1)[0])) << "written past the columns";
   }
+}
+
+// The column kernels' two launches, captured in a graph and replayed on another stream after the
+// capturing stream is gone, beside a direct call of another matrix on the per-thread stream: the
+// graph owns its partials' scratch, so neither call disturbs the other's columns.
+TEST_F(matrix_device, tall_columns_captured_and_replayed_beside_direct_calls) {
+  const std::int64_t rows = 50000, cols = 70, ld = 72;  // 7 tiles: the tiles' launch, then the fold
+  const auto matrix = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), hashed_value{});
+  const auto other_matrix = thrust::make_transform_iterator(thrust::counting_iterator<long long>(12345), hashed_value{});
+  thrust::device_vector<float> want(cols), want_other(cols);
+  tally::reduce_columns(tally::device, matrix, rows, cols, ld, want.begin(), 2.0f, tally::plus<float>{});
+  tally::reduce_columns(tally::device, other_matrix, rows, cols, ld, want_other.begin(), 2.0f, tally::plus<float>{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const thrust::host_vector<float> h_want = want, h_want_other = want_other;
+  // The two matrices' columns differ, so that a call that read the other's partials would show.
+  ASSERT_NE(bits_of(h_want[0]), bits_of(h_want_other[0]));
+  for (std::int64_t j = 0; j < cols; j += 23) {
+    thrust::device_vector<float> column(rows);
+    thrust::copy_n(thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                   hashed_column_entry{ld, static_cast<long long>(j)}),
+                   rows, column.begin());
+    ASSERT_EQ(bits_of(h_want[std::size_t(j)]),
+              bits_of(tally::reduce(tally::device, column.begin(), column.end(), 2.0f, tally::plus<float>{})))
+        << "column " << j;
+  }
+  thrust::device_vector<float> d_cols(poisoned_vector<float>(std::size_t(cols)));
+  cudaStream_t capturing, other;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  tally::reduce_columns(tally::device.on(capturing), matrix, rows, cols, ld, d_cols.begin(), 2.0f,
+                        tally::plus<float>{});
+  ASSERT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(capturing), cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    thrust::fill(d_cols.begin(), d_cols.end(), -1.0f);
+    thrust::device_vector<float> d_direct(poisoned_vector<float>(std::size_t(cols)));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
+    tally::reduce_columns(tally::device.on(cudaStreamPerThread), other_matrix, rows, cols, ld, d_direct.begin(), 2.0f,
+                          tally::plus<float>{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const thrust::host_vector<float> got = d_cols, direct = d_direct;
+    for (std::size_t j = 0; j < std::size_t(cols); ++j) {
+      ASSERT_EQ(bits_of(got[j]), bits_of(h_want[j])) << "replay " << replay << ", column " << j;
+      ASSERT_EQ(bits_of(direct[j]), bits_of(h_want_other[j])) << "direct call " << replay << ", column " << j;
+    }
+  }
+  ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(other), cudaSuccess);
 }
 
 struct square {
