@@ -76,8 +76,10 @@ inline constexpr unsigned segment_thread_tree_passes = 8;
 // ---- column reductions (kernels/column_kernels.cuh) -----------------------------------------
 
 // Matrices with at least this many columns and rows take the column kernels, a lane per
-// column; narrower or shorter ones the segmented kernels over the column-major view, which
-// keep a warp busy when 32 neighbouring columns would leave most of its lanes or warps idle.
+// column; narrower or shorter ones the segmented kernels over the column-major view. Every
+// shape bench_matrix times (16 columns or rows and up) is faster in the column kernels
+// (docs/decisions/0033); below 16 nothing was measured, and with fewer than 16 columns most of
+// a warp's 32 lanes would hold no column.
 inline constexpr unsigned long long column_kernels_min_cols = 16;
 inline constexpr unsigned long long column_kernels_min_rows = 16;
 
