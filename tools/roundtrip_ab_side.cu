@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <chrono>
 #include <cstddef>
+#include <type_traits>
 
 namespace {
 cudaStream_t stream = nullptr;
@@ -37,4 +38,64 @@ extern "C" __attribute__((visibility("default"))) double ab_enqueue(int type, co
   const auto t1 = std::chrono::steady_clock::now();
   if (cudaStreamSynchronize(stream) != cudaSuccess) return -1;  // the driver stops on a negative time
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+// Device time of k back-to-back reduce_into calls with a forced strategy (0 automatic,
+// 1 two_pass, 2 block_atomic, 3 warp_atomic) on stream `which` (of 16) of this side's own, timed by
+// events while a kernel holds the stream until all k are enqueued, so that the GPU's time is
+// measured and not the host's. Each stream has its own scratch block, at its own address.
+namespace {
+constexpr int device_streams = 16;
+cudaStream_t streams[device_streams] = {};
+volatile int* hold_flag = nullptr;
+int* hold_flag_device = nullptr;
+void* device_out = nullptr;
+cudaEvent_t events[2] = {};
+
+__global__ void hold_stream(const volatile int* flag) {
+  const long long start = clock64();
+  while (*flag == 0 && clock64() - start < (1ll << 32)) {
+  }
+}
+
+template <class T>
+void enqueue(int strategy, const T* p, std::size_t n, cudaStream_t s) {
+  auto policy = tally::device.on(s);
+  const tally::strategy chosen = strategy == 1   ? tally::strategy::two_pass
+                                 : strategy == 2 ? tally::strategy::block_atomic
+                                 : strategy == 3 ? tally::strategy::warp_atomic
+                                                 : tally::strategy::automatic;
+  auto forced = std::is_integral_v<T> ? policy.strategy(chosen) : policy.nondeterministic().strategy(chosen);
+  tally::reduce_into(forced, p, p + n, static_cast<T*>(device_out), T{});
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) double ab_device(int type, int strategy, int which, const void* data,
+                                                                   std::size_t n, int k) {
+  if (!streams[0]) {
+    for (auto& s : streams)
+      if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return -1;
+    if (cudaHostAlloc((void**)&hold_flag, sizeof(int), cudaHostAllocMapped) != cudaSuccess) return -1;
+    if (cudaHostGetDevicePointer((void**)&hold_flag_device, (void*)hold_flag, 0) != cudaSuccess) return -1;
+    if (cudaMalloc(&device_out, 8) != cudaSuccess) return -1;
+    for (auto& e : events)
+      if (cudaEventCreate(&e) != cudaSuccess) return -1;
+  }
+  cudaStream_t s = streams[which % device_streams];
+  *hold_flag = 0;
+  hold_stream<<<1, 1, 0, s>>>(hold_flag_device);
+  cudaEventRecord(events[0], s);
+  for (int i = 0; i < k; ++i) {
+    switch (type) {
+      case 0: enqueue(strategy, static_cast<const float*>(data), n, s); break;
+      case 1: enqueue(strategy, static_cast<const int*>(data), n, s); break;
+      default: enqueue(strategy, static_cast<const double*>(data), n, s); break;
+    }
+  }
+  cudaEventRecord(events[1], s);
+  *hold_flag = 1;
+  if (cudaStreamSynchronize(s) != cudaSuccess) return -1;
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, events[0], events[1]) != cudaSuccess) return -1;
+  return 1000.0 * ms / k;
 }

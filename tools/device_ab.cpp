@@ -1,0 +1,78 @@
+// tools/roundtrip-ab --device: device time of forced strategies from two builds loaded into one
+// process (the same two shared objects as the round trips), in alternating blocks, on each
+// side's streams in turn (STREAMS, at most 16, default 16). Prints, per type, strategy and N, each side's median per-call
+// time, b/a, and each side's spread over its streams (max/min of the per-stream medians):
+// each stream has its own scratch block, so the spread is what the block's address alone
+// does to the time.
+// Usage: device_ab SIDE_A.so SIDE_B.so [BLOCKS]
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using init_fn = int (*)();
+using device_fn = double (*)(int, int, int, const void*, std::size_t, int);
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int blocks = argc > 3 ? std::atoi(argv[3]) : 20;
+  const int streams = std::getenv("STREAMS") ? std::max(1, std::min(16, std::atoi(std::getenv("STREAMS")))) : 16;
+  const int calls = 40;
+  // ONLY=TYPE,STRATEGY,LOG2N (indices as printed: float 0, int 1, double 2; automatic 0,
+  // two_pass 1, block_atomic 2, warp_atomic 3): that row alone, for a profiler.
+  int only[3] = {-1, -1, -1};
+  if (const char* o = std::getenv("ONLY")) std::sscanf(o, "%d,%d,%d", &only[0], &only[1], &only[2]);
+  device_fn f[2];
+  for (int s = 0; s < 2; ++s) {
+    void* h = dlopen(argv[1 + s], RTLD_NOW | RTLD_LOCAL);
+    if (!h) { std::fprintf(stderr, "%s\n", dlerror()); return 1; }
+    auto init = reinterpret_cast<init_fn>(dlsym(h, "ab_init"));
+    f[s] = reinterpret_cast<device_fn>(dlsym(h, "ab_device"));
+    if (!init || !f[s] || init() != 0) { std::fprintf(stderr, "side %d: init failed\n", s); return 1; }
+  }
+  const char* types[3] = {"float", "int", "double"};
+  const char* strategies[4] = {"automatic", "two_pass", "block_atomic", "warp_atomic"};
+  const std::size_t sizes[] = {1u << 10, 1u << 12, 1u << 14, 1u << 16, 1u << 18, 1u << 20};
+  std::printf("| type | strategy | N | a µs | b µs | b / a | a's streams max/min | b's streams max/min |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|\n");
+  for (int type = 0; type < 3; ++type) {
+    const std::size_t elem = type == 2 ? 8 : 4;
+    for (int strategy = 0; strategy < 4; ++strategy) {
+      for (std::size_t n : sizes) {
+        if (only[0] >= 0 && (only[0] != type || only[1] != strategy || only[2] != __builtin_ctzll(n))) continue;
+        void* buf = nullptr;
+        if (cudaMalloc(&buf, n * elem) != cudaSuccess || cudaMemset(buf, 0, n * elem) != cudaSuccess) return 2;
+        for (int s = 0; s < 2; ++s)
+          for (int w = 0; w < streams; ++w)
+            if (f[s](type, strategy, w, buf, n, calls) < 0) { std::fprintf(stderr, "side %d failed\n", s); return 3; }
+        std::vector<std::vector<double>> per[2] = {std::vector<std::vector<double>>(streams), std::vector<std::vector<double>>(streams)};
+        for (int b = 0; b < blocks; ++b)
+          for (int k = 0; k < 2; ++k) {
+            const int s = (b % 2 == 0) ? k : 1 - k;
+            for (int w = 0; w < streams; ++w) per[s][w].push_back(f[s](type, strategy, w, buf, n, calls));
+          }
+        double all_median[2], spread[2];
+        for (int s = 0; s < 2; ++s) {
+          std::vector<double> all, medians;
+          for (int w = 0; w < streams; ++w) {
+            all.insert(all.end(), per[s][w].begin(), per[s][w].end());
+            medians.push_back(median(per[s][w]));
+          }
+          all_median[s] = median(all);
+          spread[s] = *std::max_element(medians.begin(), medians.end()) / *std::min_element(medians.begin(), medians.end());
+        }
+        std::printf("| %s | %s | 2^%d | %.3f | %.3f | %.3f | %.3f | %.3f |\n", types[type], strategies[strategy],
+                    __builtin_ctzll(n), all_median[0], all_median[1], all_median[1] / all_median[0], spread[0], spread[1]);
+        std::fflush(stdout);
+        cudaFree(buf);
+      }
+    }
+  }
+  return 0;
+}
