@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   const int streams = std::getenv("STREAMS") ? std::max(1, std::min(16, std::atoi(std::getenv("STREAMS")))) : 16;
   const int calls = 40;
   // ONLY=TYPE,STRATEGY,LOG2N (indices as printed: float 0, int 1, double 2; automatic 0,
-  // two_pass 1, block_atomic 2, warp_atomic 3): that row alone, for a profiler.
+  // two_pass 1, block_atomic 2, warp_atomic 3): that row alone, for a profiler; a field of -1
+  // takes every value of it.
   int only[3] = {-1, -1, -1};
   if (const char* o = std::getenv("ONLY")) std::sscanf(o, "%d,%d,%d", &only[0], &only[1], &only[2]);
   device_fn f[2];
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
     const std::size_t elem = type == 2 ? 8 : 4;
     for (int strategy = 0; strategy < 4; ++strategy) {
       for (std::size_t n : sizes) {
-        if (only[0] >= 0 && (only[0] != type || only[1] != strategy || only[2] != __builtin_ctzll(n))) continue;
+        if ((only[0] >= 0 && only[0] != type) || (only[1] >= 0 && only[1] != strategy) ||
+            (only[2] >= 0 && only[2] != __builtin_ctzll(n)))
+          continue;
         void* buf = nullptr;
         if (cudaMalloc(&buf, n * elem) != cudaSuccess || cudaMemset(buf, 0, n * elem) != cudaSuccess) return 2;
         for (int s = 0; s < 2; ++s)
