@@ -135,6 +135,11 @@ __device__ __forceinline__ void poll_converged(partial_cell<Partial>* cells, std
     ready = true;
     return;
   }
+  // The loop's own test says the same, but a warp whose cells are all read already (every
+  // warp of a two-pass fold, whose partials were published before it started) leaves here
+  // without entering the poll loop's code. Without this line the two pass of int was slower
+  // per call, with the same kernels' times in isolation (docs/decisions/0034).
+  if (__all_sync(0xffffffffu, ready)) return;
   unsigned int polls = 0;
   while (!__all_sync(0xffffffffu, ready)) {
     if (!ready) ready = cells[k].try_read(value, epoch);
