@@ -13,7 +13,7 @@
 #include <vector>
 
 using init_fn = int (*)();
-using device_fn = double (*)(int, int, int, const void*, std::size_t, int);
+using device_fn = double (*)(int, int, int, const void* const*, int, std::size_t, int);
 
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -37,9 +37,13 @@ int main(int argc, char** argv) {
     f[s] = reinterpret_cast<device_fn>(dlsym(h, "ab_device"));
     if (!init || !f[s] || init() != 0) { std::fprintf(stderr, "side %d: init failed\n", s); return 1; }
   }
+  int device = 0, l2 = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess)
+    return 2;
+  const std::size_t l2_bytes = std::size_t(l2);
   const char* types[3] = {"float", "int", "double"};
   const char* strategies[4] = {"automatic", "two_pass", "block_atomic", "warp_atomic"};
-  const std::size_t sizes[] = {1u << 10, 1u << 12, 1u << 14, 1u << 16, 1u << 18, 1u << 20};
+  const std::size_t sizes[] = {1u << 10, 1u << 12, 1u << 14, 1u << 16, 1u << 18, 1u << 20, 1u << 22, 1u << 24};
   std::printf("| type | strategy | N | a µs | b µs | b / a | a's streams max/min | b's streams max/min |\n"
               "|---|---|---:|---:|---:|---:|---:|---:|\n");
   for (int type = 0; type < 3; ++type) {
@@ -49,16 +53,20 @@ int main(int argc, char** argv) {
         if ((only[0] >= 0 && only[0] != type) || (only[1] >= 0 && only[1] != strategy) ||
             (only[2] >= 0 && only[2] != __builtin_ctzll(n)))
           continue;
-        void* buf = nullptr;
-        if (cudaMalloc(&buf, n * elem) != cudaSuccess || cudaMemset(buf, 0, n * elem) != cudaSuccess) return 2;
+        // As bench_reduce's rotating inputs: enough copies to hold twice the L2 (at most 8), so
+        // that inputs larger than a fraction of the L2 come from memory, not from the L2.
+        const std::size_t copies = std::min<std::size_t>(8, std::max<std::size_t>(1, (2 * l2_bytes + n * elem - 1) / (n * elem)));
+        std::vector<void*> buf(copies, nullptr);
+        for (void*& b : buf)
+          if (cudaMalloc(&b, n * elem) != cudaSuccess || cudaMemset(b, 0, n * elem) != cudaSuccess) return 2;
         for (int s = 0; s < 2; ++s)
           for (int w = 0; w < streams; ++w)
-            if (f[s](type, strategy, w, buf, n, calls) < 0) { std::fprintf(stderr, "side %d failed\n", s); return 3; }
+            if (f[s](type, strategy, w, buf.data(), int(copies), n, calls) < 0) { std::fprintf(stderr, "side %d failed\n", s); return 3; }
         std::vector<std::vector<double>> per[2] = {std::vector<std::vector<double>>(streams), std::vector<std::vector<double>>(streams)};
         for (int b = 0; b < blocks; ++b)
           for (int k = 0; k < 2; ++k) {
             const int s = (b % 2 == 0) ? k : 1 - k;
-            for (int w = 0; w < streams; ++w) per[s][w].push_back(f[s](type, strategy, w, buf, n, calls));
+            for (int w = 0; w < streams; ++w) per[s][w].push_back(f[s](type, strategy, w, buf.data(), int(copies), n, calls));
           }
         double all_median[2], spread[2];
         for (int s = 0; s < 2; ++s) {
@@ -73,7 +81,7 @@ int main(int argc, char** argv) {
         std::printf("| %s | %s | 2^%d | %.3f | %.3f | %.3f | %.3f | %.3f |\n", types[type], strategies[strategy],
                     __builtin_ctzll(n), all_median[0], all_median[1], all_median[1] / all_median[0], spread[0], spread[1]);
         std::fflush(stdout);
-        cudaFree(buf);
+        for (void* b : buf) cudaFree(b);
       }
     }
   }

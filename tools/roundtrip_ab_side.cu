@@ -40,7 +40,7 @@ extern "C" __attribute__((visibility("default"))) double ab_enqueue(int type, co
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
-// Device time of k back-to-back reduce_into calls with a forced strategy (0 automatic,
+// Device time of k back-to-back reduce_into calls, over the `copies` inputs in turn, with a forced strategy (0 automatic,
 // 1 two_pass, 2 block_atomic, 3 warp_atomic) on stream `which` (of 16) of this side's own, timed by
 // events while a kernel holds the stream until all k are enqueued, so that the GPU's time is
 // measured and not the host's. Each stream has its own scratch block, at its own address.
@@ -70,8 +70,9 @@ void enqueue(int strategy, const T* p, std::size_t n, cudaStream_t s) {
 }
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) double ab_device(int type, int strategy, int which, const void* data,
-                                                                   std::size_t n, int k) {
+extern "C" __attribute__((visibility("default"))) double ab_device(int type, int strategy, int which,
+                                                                   const void* const* data, int copies, std::size_t n,
+                                                                   int k) {
   if (!streams[0]) {
     for (auto& s : streams)
       if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return -1;
@@ -86,10 +87,11 @@ extern "C" __attribute__((visibility("default"))) double ab_device(int type, int
   hold_stream<<<1, 1, 0, s>>>(hold_flag_device);
   cudaEventRecord(events[0], s);
   for (int i = 0; i < k; ++i) {
+    const void* input = data[i % copies];  // copies in turn, as bench_reduce's rotating inputs
     switch (type) {
-      case 0: enqueue(strategy, static_cast<const float*>(data), n, s); break;
-      case 1: enqueue(strategy, static_cast<const int*>(data), n, s); break;
-      default: enqueue(strategy, static_cast<const double*>(data), n, s); break;
+      case 0: enqueue(strategy, static_cast<const float*>(input), n, s); break;
+      case 1: enqueue(strategy, static_cast<const int*>(input), n, s); break;
+      default: enqueue(strategy, static_cast<const double*>(input), n, s); break;
     }
   }
   cudaEventRecord(events[1], s);
