@@ -1,6 +1,9 @@
 // One side of tools/roundtrip-ab: tally::reduce as a user calls it, built against one
 // tree's headers and library into a shared object of its own.
 #include <tally/reduce.cuh>
+
+#include "support/timing.cuh"
+
 #include <cuda_runtime.h>
 #include <chrono>
 #include <cstddef>
@@ -40,23 +43,15 @@ extern "C" __attribute__((visibility("default"))) double ab_enqueue(int type, co
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
-// Device time of k back-to-back reduce_into calls, over the `copies` inputs in turn, with a forced strategy (0 automatic,
-// 1 two_pass, 2 block_atomic, 3 warp_atomic) on stream `which` (of 16) of this side's own, timed by
-// events while a kernel holds the stream until all k are enqueued, so that the GPU's time is
-// measured and not the host's. Each stream has its own scratch block, at its own address.
+// Device time of k back-to-back reduce_into calls, over the `copies` inputs in turn, with a
+// forced strategy (0 automatic, 1 two_pass, 2 block_atomic, 3 warp_atomic) on stream `which`
+// (of 16) of this side's own, timed as bench_reduce's device rows are (bench::event_timer:
+// the stream held while the k calls are enqueued). Each stream has its own scratch block, at
+// its own address.
 namespace {
 constexpr int device_streams = 16;
 cudaStream_t streams[device_streams] = {};
-volatile int* hold_flag = nullptr;
-int* hold_flag_device = nullptr;
 void* device_out = nullptr;
-cudaEvent_t events[2] = {};
-
-__global__ void hold_stream(const volatile int* flag) {
-  const long long start = clock64();
-  while (*flag == 0 && clock64() - start < (1ll << 32)) {
-  }
-}
 
 template <class T>
 void enqueue(int strategy, const T* p, std::size_t n, cudaStream_t s) {
@@ -73,31 +68,21 @@ void enqueue(int strategy, const T* p, std::size_t n, cudaStream_t s) {
 extern "C" __attribute__((visibility("default"))) double ab_device(int type, int strategy, int which,
                                                                    const void* const* data, int copies, std::size_t n,
                                                                    int k) {
+  static bench::event_timer timer;
   if (!streams[0]) {
     for (auto& s : streams)
       if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return -1;
-    if (cudaHostAlloc((void**)&hold_flag, sizeof(int), cudaHostAllocMapped) != cudaSuccess) return -1;
-    if (cudaHostGetDevicePointer((void**)&hold_flag_device, (void*)hold_flag, 0) != cudaSuccess) return -1;
     if (cudaMalloc(&device_out, 8) != cudaSuccess) return -1;
-    for (auto& e : events)
-      if (cudaEventCreate(&e) != cudaSuccess) return -1;
   }
   cudaStream_t s = streams[which % device_streams];
-  *hold_flag = 0;
-  hold_stream<<<1, 1, 0, s>>>(hold_flag_device);
-  cudaEventRecord(events[0], s);
-  for (int i = 0; i < k; ++i) {
-    const void* input = data[i % copies];  // copies in turn, as bench_reduce's rotating inputs
+  int i = 0;
+  const double seconds = timer.seconds_per_call(s, k, [&] {
+    const void* input = data[i++ % copies];
     switch (type) {
       case 0: enqueue(strategy, static_cast<const float*>(input), n, s); break;
       case 1: enqueue(strategy, static_cast<const int*>(input), n, s); break;
       default: enqueue(strategy, static_cast<const double*>(input), n, s); break;
     }
-  }
-  cudaEventRecord(events[1], s);
-  *hold_flag = 1;
-  if (cudaStreamSynchronize(s) != cudaSuccess) return -1;
-  float ms = 0;
-  if (cudaEventElapsedTime(&ms, events[0], events[1]) != cudaSuccess) return -1;
-  return 1000.0 * ms / k;
+  });
+  return seconds * 1e6;
 }

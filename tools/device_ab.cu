@@ -5,6 +5,8 @@
 // each stream has its own scratch block, so the spread is what the block's address alone
 // does to the time.
 // Usage: device_ab SIDE_A.so SIDE_B.so [BLOCKS]
+#include "support/timing.cuh"
+
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <algorithm>
@@ -37,10 +39,7 @@ int main(int argc, char** argv) {
     f[s] = reinterpret_cast<device_fn>(dlsym(h, "ab_device"));
     if (!init || !f[s] || init() != 0) { std::fprintf(stderr, "side %d: init failed\n", s); return 1; }
   }
-  int device = 0, l2 = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess)
-    return 2;
-  const std::size_t l2_bytes = std::size_t(l2);
+  const std::size_t l2_bytes = bench::l2_cache_bytes();
   const char* types[3] = {"float", "int", "double"};
   const char* strategies[4] = {"automatic", "two_pass", "block_atomic", "warp_atomic"};
   const std::size_t sizes[] = {1u << 10, 1u << 12, 1u << 14, 1u << 16, 1u << 18, 1u << 20, 1u << 22, 1u << 24};
@@ -53,9 +52,8 @@ int main(int argc, char** argv) {
         if ((only[0] >= 0 && only[0] != type) || (only[1] >= 0 && only[1] != strategy) ||
             (only[2] >= 0 && only[2] != __builtin_ctzll(n)))
           continue;
-        // As bench_reduce's rotating inputs: enough copies to hold twice the L2 (at most 8), so
-        // that inputs larger than a fraction of the L2 come from memory, not from the L2.
-        const std::size_t copies = std::min<std::size_t>(8, std::max<std::size_t>(1, (2 * l2_bytes + n * elem - 1) / (n * elem)));
+        // As many copies as bench_reduce's rotating inputs, so that large inputs come from memory.
+        const std::size_t copies = std::size_t(bench::rotation_copies(n * elem, l2_bytes));
         std::vector<void*> buf(copies, nullptr);
         for (void*& b : buf)
           if (cudaMalloc(&b, n * elem) != cudaSuccess || cudaMemset(b, 0, n * elem) != cudaSuccess) return 2;
