@@ -43,7 +43,10 @@ const std::vector<shape>& shapes() {
       {5, 0, 3},
       // The column kernels' boundaries: the fewest rows they take, a thread per column up to
       // 32 VW rows, a quarter warp's chunks read at once up to 256 VW rows.
-      {16, 40, 41}, {128, 50, 50}, {1024, 48, 50}, {1025, 47, 47}};
+      {16, 40, 41}, {128, 50, 50}, {1024, 48, 50}, {1025, 47, 47},
+      // Rows of one tile, a block each (one_tile_segments_kernel): partial tiles, a whole tile of
+      // floats and of doubles, and more rows than the grid has blocks.
+      {600, 2048, 2048}, {40, 4096, 4096}, {5, 8192, 8192}, {1100, 1100, 1103}};
   return all;
 }
 

@@ -164,7 +164,9 @@ TEST_F(segmented_device, one_huge_segment_is_reduce) {
 TEST_F(segmented_device, fixed_size_rows) {
   seeded s(8);
   SCOPED_TRACE(s.trace());
-  for (const auto& shape : {std::pair<int, int>{1000, 37}, {300, 1}, {64, 20000}, {3, 0}}) {
+  // Rows of one tile (1024 < cols <= 8192 ints) go a block each: more of them than the grid
+  // has blocks, and a whole tile.
+  for (const auto& shape : {std::pair<int, int>{1000, 37}, {300, 1}, {64, 20000}, {3, 0}, {1200, 3000}, {40, 8192}}) {
     const int rows = shape.first, cols = shape.second;
     auto v = random_values<int>(std::size_t(rows) * cols, s.rng);
     const thrust::device_vector<int> d_v(v.begin(), v.end());

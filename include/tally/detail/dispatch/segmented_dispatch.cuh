@@ -117,6 +117,30 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   }
 }
 
+// Segments of one size that is one tile, known on the host: a block each, one launch.
+template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
+void launch_one_tile_segments(It first, Bounds bounds, std::uint64_t segments, OutIt out, Acc init, Op op,
+                              const Policy& policy, int device) {
+  using V = iterator_value_t<It>;
+  constexpr int vw = plan_vector_width_v<It>;
+  constexpr auto one_tile = &one_tile_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
+  check_stream_of_device(policy.stream(), device);
+  const std::uint64_t resident = resident_grid<one_tile>(policy, device);
+  launch_kernel<one_tile>(unsigned(segments < resident ? segments : resident), block_threads, policy.stream(), device,
+                          first, bounds, init, op, out, segments);
+}
+
+// Whether segments of one size take launch_one_tile_segments: bounds whose sizes are all equal,
+// and that size one tile longer than a warp's segment.
+template <class Bounds, int VW>
+bool takes_one_tile_segments(std::uint64_t longest) {
+  if constexpr (has_equal_sizes_v<Bounds>) {
+    return longest > warp_segment_max<VW> && longest <= block_segment_max<VW>;
+  } else {
+    return false;
+  }
+}
+
 // The operators that are not commutative: a block per segment in the ordered plan.
 template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
 void launch_ordered_segmented(It first, Bounds bounds, const segment_count_source& count, OutIt out, Acc init, Op op,
@@ -155,6 +179,10 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
                                     std::make_index_sequence<field_count_v<Acc>>{});
     }
   } else if constexpr (is_commutative_v<Op>) {
+    if (takes_one_tile_segments<Bounds, plan_vector_width_v<It>>(longest)) {
+      launch_one_tile_segments(first, bounds, segments, out, init, op, policy, device);
+      return;
+    }
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
     scratch_lease lease(device, policy.stream(), shape.total(), false);
     launch_commutative_segmented_in(lease.scratch(), static_cast<unsigned char*>(lease.scratch().partials), shape,

@@ -304,6 +304,35 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
 }
 
 
+// Segments of one size, known on the host, of one tile (warp_segment_max < size <=
+// block_segment_max): a block each, as tally::reduce's one-tile kernel reduces such a range
+// (kernels/reduce_kernels.cuh), so no lists and a single launch. A warp replaying the plan's
+// block (long_segments_kernel) keeps a quarter of the bytes in flight that the whole block
+// does, and the rows of a matrix of a few thousand columns ran at two thirds of the read
+// ceiling that way (docs/decisions/0036-one-tile-rows-by-block.md).
+template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    one_tile_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments) {
+  wait_for_prior_grid();
+  using loader = typename segment_loader_of<It, V, VW>::type;
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  constexpr std::uint64_t tile_items = block_segment_max<VW>;
+  for (std::uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const segment_extent e = bounds(s);
+    const loader load{advance_to(first, e.begin)};
+    Acc total;
+    if (e.size == tile_items) {
+      step_chunks<VW, loader> step;
+      step.fetch(load, 0);
+      total = reduce_full_tile_folds<Acc>(load, fold_fetched_full_tile<Acc, VW>(load, 0, 1, op, step), 0, op);
+    } else {
+      total = reduce_partial_tile_of_block<Acc, VW>(load, 0, e.size, op);
+    }
+    if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = static_cast<Acc>(op(init_for(bounds, s, init), total));
+    __syncthreads();  // the block tree's shared memory is read before the next segment's writes it
+  }
+}
+
 // Segments under an operator that is not commutative: a block each, in the ordered plan
 // (ordered_segment_by_block). One launch, no lists: each block reads its segments' bounds.
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
