@@ -46,7 +46,10 @@ const std::vector<shape>& shapes() {
       {16, 40, 41}, {128, 50, 50}, {1024, 48, 50}, {1025, 47, 47},
       // Rows of one tile, a block each (one_tile_segments_kernel): partial tiles, a whole tile of
       // floats and of doubles, and more rows than the grid has blocks.
-      {600, 2048, 2048}, {40, 4096, 4096}, {5, 8192, 8192}, {1100, 1100, 1103}};
+      {600, 2048, 2048}, {40, 4096, 4096}, {5, 8192, 8192}, {1100, 1100, 1103},
+      // Rows of 2, 4 and 8 of the plan's warps, a warp each (warp_segments_kernel), more rows
+      // than the grid has warps.
+      {10000, 200, 200}, {700, 1000, 1003}};
   return all;
 }
 

@@ -164,9 +164,11 @@ TEST_F(segmented_device, one_huge_segment_is_reduce) {
 TEST_F(segmented_device, fixed_size_rows) {
   seeded s(8);
   SCOPED_TRACE(s.trace());
-  // Rows of one tile (1024 < cols <= 8192 ints) go a block each: more of them than the grid
-  // has blocks, and a whole tile.
-  for (const auto& shape : {std::pair<int, int>{1000, 37}, {300, 1}, {64, 20000}, {3, 0}, {1200, 3000}, {40, 8192}}) {
+  // Rows of one tile (1024 < cols <= 8192 ints) go a block each, rows of 128 < cols <= 1024 a
+  // warp each, shorter rows a group of lanes each: more of them than the grid has blocks, warps
+  // or groups, and a whole tile.
+  for (const auto& shape : {std::pair<int, int>{1000, 37}, {300, 1}, {64, 20000}, {3, 0}, {1200, 3000}, {40, 8192},
+                            {9000, 250}, {500, 1024}, {2000000, 1}, {300000, 20}, {100000, 128}}) {
     const int rows = shape.first, cols = shape.second;
     auto v = random_values<int>(std::size_t(rows) * cols, s.rng);
     const thrust::device_vector<int> d_v(v.begin(), v.end());
@@ -364,6 +366,58 @@ TEST_F(segmented_device, fields_zips_and_transforms_per_segment) {
     if (offsets[i + 1] > offsets[i]) {
       ASSERT_TRUE(sum_is_near(cuda::std::get<1>(got[i]), reference_sum<double>(hy, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 0.0),
                               sum_error_bound(hy, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 0.0)))
+          << "y of segment " << i;
+    }
+  }
+}
+
+// The same in the fixed-size form, whose segments of one size take kernels of their own (by
+// lanes, by warp, a block each, or the lists for longer ones): a zip of three arrays with a tuple
+// accumulator, a float3 array of structures and a transformed input, for a size in each route,
+// against tally::reduce over each segment alone.
+TEST_F(segmented_device, fields_zips_and_transforms_in_fixed_size_segments) {
+  seeded s(12);
+  SCOPED_TRACE(s.trace());
+  for (const std::size_t size : {1, 3, 20, 100, 300, 1000, 3000, 10000}) {
+    SCOPED_TRACE("segments of " + std::to_string(size));
+    const std::size_t segments = size < 100 ? 3000 : 40, n = segments * size;
+    auto hx = random_values<float>(n, s.rng), hy = random_values<float>(n, s.rng), hz = random_values<float>(n, s.rng);
+    for (auto& v : hy) v += 0.25f;  // sums away from 0, so that the accurate check can tell them from 0
+    const thrust::device_vector<float> x(hx.begin(), hx.end()), y(hy.begin(), hy.end()), z(hz.begin(), hz.end());
+    using xyz = cuda::std::tuple<float, float, float>;
+    const auto points = tally::zip(x.begin(), y.begin(), z.begin());
+    thrust::device_vector<xyz> sums(segments, xyz(-1.0f, -1.0f, -1.0f));
+    const auto count = std::int64_t(segments), length = std::int64_t(size);
+    tally::segmented_reduce(tally::device, points, count, length, sums.begin(), xyz(0.0f, 0.0f, 0.0f), tally::plus<>{});
+    std::vector<float3> aos(n);
+    for (std::size_t i = 0; i < n; ++i) aos[i] = float3{hx[i], hy[i], hz[i]};
+    const thrust::device_vector<float3> d_aos(aos.begin(), aos.end());
+    thrust::device_vector<float3> aos_sums(segments, float3{-1.0f, -1.0f, -1.0f});
+    tally::segmented_reduce(tally::device, d_aos.begin(), count, length, aos_sums.begin(), float3{0.0f, 0.0f, 0.0f},
+                            tally::plus<>{});
+    const auto squares = thrust::make_transform_iterator(x.begin(), square{});
+    thrust::device_vector<double> square_sums(segments, -1.0);
+    tally::segmented_reduce(tally::device, squares, count, length, square_sums.begin(), 0.0, tally::plus<double>{});
+    const thrust::host_vector<xyz> got = sums;
+    const thrust::host_vector<float3> got_aos = aos_sums;
+    const thrust::host_vector<double> got_squares = square_sums;
+    for (std::size_t i = 0; i < segments; ++i) {
+      const auto b = std::ptrdiff_t(i * size), e = std::ptrdiff_t((i + 1) * size);
+      const xyz alone = tally::reduce(tally::device, points + b, points + e, xyz(0.0f, 0.0f, 0.0f), tally::plus<>{});
+      ASSERT_EQ(bits_of(cuda::std::get<0>(got[i])), bits_of(cuda::std::get<0>(alone))) << "x of segment " << i;
+      ASSERT_EQ(bits_of(cuda::std::get<1>(got[i])), bits_of(cuda::std::get<1>(alone))) << "y of segment " << i;
+      ASSERT_EQ(bits_of(cuda::std::get<2>(got[i])), bits_of(cuda::std::get<2>(alone))) << "z of segment " << i;
+      const float3 aos_alone =
+          tally::reduce(tally::device, d_aos.begin() + b, d_aos.begin() + e, float3{0.0f, 0.0f, 0.0f}, tally::plus<>{});
+      ASSERT_EQ(bits_of(got_aos[i].x), bits_of(aos_alone.x)) << "float3 segment " << i;
+      ASSERT_EQ(bits_of(got_aos[i].y), bits_of(aos_alone.y)) << "float3 segment " << i;
+      ASSERT_EQ(bits_of(got_aos[i].z), bits_of(aos_alone.z)) << "float3 segment " << i;
+      const double squares_alone =
+          tally::transform_reduce(tally::device, x.begin() + b, x.begin() + e, square{}, 0.0, tally::plus<double>{});
+      ASSERT_EQ(bits_of(got_squares[i]), bits_of(squares_alone)) << "squares of segment " << i;
+      // And an independent reference: y's sum near its exact value.
+      ASSERT_TRUE(sum_is_near(cuda::std::get<1>(got[i]), reference_sum<double>(hy, std::size_t(b), std::size_t(e), 0.0),
+                              sum_error_bound(hy, std::size_t(b), std::size_t(e), 0.0)))
           << "y of segment " << i;
     }
   }

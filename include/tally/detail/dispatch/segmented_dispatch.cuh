@@ -130,15 +130,52 @@ void launch_one_tile_segments(It first, Bounds bounds, std::uint64_t segments, O
                           first, bounds, init, op, out, segments);
 }
 
-// Whether segments of one size take launch_one_tile_segments: bounds whose sizes are all equal,
-// and that size one tile longer than a warp's segment.
+// Segments of one size that a warp reduces in more than one pass of the plan's warps, known on
+// the host: a warp each, the fewest passes' chunks that cover the size read at once.
+template <unsigned Passes, class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
+void launch_warp_segments(It first, Bounds bounds, std::uint64_t segments, OutIt out, Acc init, Op op,
+                          const Policy& policy, int device) {
+  using V = iterator_value_t<It>;
+  constexpr int vw = plan_vector_width_v<It>;
+  constexpr auto by_warp = &warp_segments_kernel<Passes, Acc, vw, It, V, Bounds, Op, OutIt>;
+  check_stream_of_device(policy.stream(), device);
+  const std::uint64_t resident = resident_grid<by_warp>(policy, device);
+  constexpr unsigned warps_per_block = block_threads / warp_threads;
+  const std::uint64_t blocks = (segments + warps_per_block - 1) / warps_per_block;
+  launch_kernel<by_warp>(unsigned(blocks < resident ? blocks : resident), block_threads, policy.stream(), device, first,
+                         bounds, init, op, out, segments);
+}
+
+// Segments of one size of at most a warp's lanes' worth, known on the host: `lanes` lanes each,
+// segment_batch passes of a warp's loads in flight together.
+template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
+void launch_lane_segments(It first, Bounds bounds, std::uint64_t segments, std::uint64_t size, OutIt out, Acc init,
+                          Op op, const Policy& policy, int device) {
+  using V = iterator_value_t<It>;
+  constexpr int vw = plan_vector_width_v<It>;
+  constexpr auto by_lanes = &lane_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
+  check_stream_of_device(policy.stream(), device);
+  const unsigned lanes = tally::warp::detail::lanes_covering(unsigned((size + vw - 1) / vw));
+  const std::uint64_t per_block = std::uint64_t(block_threads / lanes) * segment_batch;
+  const std::uint64_t blocks = (segments + per_block - 1) / per_block;
+  const std::uint64_t resident = resident_grid<by_lanes>(policy, device);
+  launch_kernel<by_lanes>(unsigned(blocks < resident ? blocks : resident), block_threads, policy.stream(), device,
+                          first, bounds, init, op, out, segments, lanes);
+}
+
+// Which kernel of their own segments of one size take, where the host knows the size (bounds
+// whose sizes are all equal): lanes each up to a warp's lanes' worth, a warp each up to a warp's
+// segment, a block each for one tile beyond that; none for longer ones.
+enum class equal_size_route { none, lanes, warp, one_tile };
+
 template <class Bounds, int VW>
-bool takes_one_tile_segments(std::uint64_t longest) {
+equal_size_route route_of_equal_sizes(std::uint64_t longest) {
   if constexpr (has_equal_sizes_v<Bounds>) {
-    return longest > warp_segment_max<VW> && longest <= block_segment_max<VW>;
-  } else {
-    return false;
+    if (longest > 0 && longest <= std::uint64_t(warp_threads) * VW) return equal_size_route::lanes;
+    if (longest > std::uint64_t(warp_threads) * VW && longest <= warp_segment_max<VW>) return equal_size_route::warp;
+    if (longest > warp_segment_max<VW> && longest <= block_segment_max<VW>) return equal_size_route::one_tile;
   }
+  return equal_size_route::none;
 }
 
 // The operators that are not commutative: a block per segment in the ordered plan.
@@ -179,9 +216,29 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
                                     std::make_index_sequence<field_count_v<Acc>>{});
     }
   } else if constexpr (is_commutative_v<Op>) {
-    if (takes_one_tile_segments<Bounds, plan_vector_width_v<It>>(longest)) {
-      launch_one_tile_segments(first, bounds, segments, out, init, op, policy, device);
-      return;
+    // Only bounds of equal sizes compile these kernels: the offsets forms' call sites do not.
+    if constexpr (has_equal_sizes_v<Bounds>) {
+      constexpr int vw = plan_vector_width_v<It>;
+      const equal_size_route route = route_of_equal_sizes<Bounds, vw>(longest);
+      if (route == equal_size_route::one_tile) {
+        launch_one_tile_segments(first, bounds, segments, out, init, op, policy, device);
+        return;
+      }
+      if (route == equal_size_route::lanes) {
+        launch_lane_segments(first, bounds, segments, longest, out, init, op, policy, device);
+        return;
+      }
+      if (route == equal_size_route::warp) {
+        constexpr std::uint64_t pass = std::uint64_t(warp_threads) * vw;
+        if (longest <= 2 * pass) {
+          launch_warp_segments<2>(first, bounds, segments, out, init, op, policy, device);
+        } else if (longest <= 4 * pass) {
+          launch_warp_segments<4>(first, bounds, segments, out, init, op, policy, device);
+        } else {
+          launch_warp_segments<8>(first, bounds, segments, out, init, op, policy, device);
+        }
+        return;
+      }
     }
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
     scratch_lease lease(device, policy.stream(), shape.total(), false);

@@ -19,6 +19,9 @@
 // Every route evaluates the segment's own plan (tile/segment_replay.cuh), so the bits are
 // tally::reduce's over that segment, whichever route it took. An operator that is not
 // commutative takes ordered_segments_kernel alone: a block per segment in the ordered plan.
+// Segments of one size known on the host, of at most one tile, take one launch of a kernel for
+// their size class instead (decision 0036): lane_segments_kernel (at most warp_threads * VW
+// elements), warp_segments_kernel (at most block_threads * VW), one_tile_segments_kernel.
 
 #include "tally/detail/kernels/grid_dependency.cuh"
 #include "tally/detail/loads/loads.cuh"
@@ -308,8 +311,7 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
 // block_segment_max): a block each, as tally::reduce's one-tile kernel reduces such a range
 // (kernels/reduce_kernels.cuh), so no lists and a single launch. A warp replaying the plan's
 // block (long_segments_kernel) keeps a quarter of the bytes in flight that the whole block
-// does, and the rows of a matrix of a few thousand columns ran at two thirds of the read
-// ceiling that way (docs/decisions/0036-one-tile-rows-by-block.md).
+// does (docs/decisions/0036-segments-of-one-known-size.md).
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __global__ void __launch_bounds__(block_threads)
     one_tile_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments) {
@@ -330,6 +332,132 @@ __global__ void __launch_bounds__(block_threads)
     }
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = static_cast<Acc>(op(init_for(bounds, s, init), total));
     __syncthreads();  // the block tree's shared memory is read before the next segment's writes it
+  }
+}
+
+// Segments of one size, known on the host, of at most warp_threads * VW elements: only the plan's
+// warp 0 holds chunks, and only its first `lanes` lanes (lanes_covering the size's chunks, 1 for
+// at most VW elements). A group of `lanes` lanes replays that warp's tree for a segment, as
+// segment_by_lanes does, warp_threads / lanes segments a pass; a warp reads the chunks of
+// segment_batch passes first, so that each lane has that many loads in flight, where the first
+// launch of the lists has one.
+inline constexpr unsigned segment_batch = 4;
+
+template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    lane_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments, unsigned lanes) {
+  wait_for_prior_grid();
+  using loader = typename segment_loader_of<It, V, VW>::type;
+  using value_t = typename loader::value_type;
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  constexpr unsigned warps_per_block = block_threads / warp_threads;
+  const unsigned lane = threadIdx.x % warp_threads;
+  const unsigned member = lane % lanes;  // lanes: a power of two, at most warp_threads
+  const unsigned per_pass = warp_threads / lanes;
+  const std::uint64_t per_warp = std::uint64_t(per_pass) * segment_batch;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * warps_per_block * per_warp;
+  const std::uint64_t chunk_begin = std::uint64_t(member) * VW;
+  for (std::uint64_t base = (std::uint64_t(blockIdx.x) * warps_per_block + threadIdx.x / warp_threads) * per_warp;
+       base < segments; base += stride) {
+    value_t chunks[segment_batch][VW];
+    std::uint64_t sizes[segment_batch];
+#pragma unroll
+    for (unsigned b = 0; b < segment_batch; ++b) {
+      const std::uint64_t s = base + b * per_pass + lane / lanes;
+      sizes[b] = 0;
+      if (s < segments) {
+        const segment_extent e = bounds(s);
+        sizes[b] = e.size;
+        const loader load{advance_to(first, e.begin)};
+        if (chunk_begin + VW <= e.size) {
+          load.chunk(chunk_begin, chunks[b]);
+        } else {  // the chunk that straddles n: its elements below n, read here too
+#pragma unroll
+          for (int j = 0; j < VW; ++j)
+            if (chunk_begin + j < e.size) chunks[b][j] = load.element(chunk_begin + j);
+        }
+      }
+    }
+#pragma unroll
+    for (unsigned b = 0; b < segment_batch; ++b) {
+      const std::uint64_t s = base + b * per_pass + lane / lanes;
+      const std::uint64_t n = sizes[b];
+      // The plan's thread `member` folds its chunk 0, elements in order (fold_chunk).
+      Acc acc{};
+      bool valid = false;
+      if (chunk_begin < n) {
+        acc = static_cast<Acc>(chunks[b][0]);
+#pragma unroll
+        for (int j = 1; j < VW; ++j)
+          if (chunk_begin + j < n) fold_into(acc, chunks[b][j], op);
+        valid = true;
+      }
+      // The flagged shuffle-down tree over the group's lanes (segment_by_lanes).
+      for (unsigned delta = lanes / 2; delta > 0; delta /= 2) {
+        const Acc other = shuffle_words(
+            acc, [delta, lanes](int word) { return __shfl_down_sync(tally::warp::full_mask, word, delta, int(lanes)); });
+        const bool other_valid =
+            __shfl_down_sync(tally::warp::full_mask, valid, delta, int(lanes)) && member + delta < lanes;
+        if (other_valid) acc = valid ? static_cast<Acc>(op(acc, other)) : other;
+        valid = valid || other_valid;
+      }
+      if (s < segments && member == 0) {
+        const Acc own_init = init_for(bounds, s, init);
+        out[static_cast<out_diff>(s)] = valid ? static_cast<Acc>(op(own_init, acc)) : own_init;
+      }
+    }
+  }
+}
+
+// Segments of one size, known on the host, that one warp reduces in at most Passes of the
+// plan's warps (warp_threads * VW < size <= Passes * warp_threads * VW): a warp each, as
+// segment_by_warp replays the plan's block, but with the chunks of every pass read first, so
+// that a lane has all its loads in flight together. The first launch of the lists reads one
+// chunk a lane at a time, in 32 registers. Passes (2, 4 or 8) is the fewest that cover the size:
+// the registers that hold the chunks decide how many warps an SM runs
+// (docs/decisions/0036-segments-of-one-known-size.md).
+template <unsigned Passes, class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    warp_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments) {
+  wait_for_prior_grid();
+  using loader = typename segment_loader_of<It, V, VW>::type;
+  using value_t = typename loader::value_type;
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  constexpr unsigned warps_per_block = block_threads / warp_threads;
+  const unsigned lane = threadIdx.x % warp_threads;
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * warps_per_block;
+  for (std::uint64_t s = std::uint64_t(blockIdx.x) * warps_per_block + threadIdx.x / warp_threads; s < segments;
+       s += warps) {
+    const segment_extent e = bounds(s);
+    const loader load{advance_to(first, e.begin)};
+    const std::uint64_t n = e.size;
+    value_t chunks[Passes][VW];
+#pragma unroll
+    for (unsigned w = 0; w < Passes; ++w) {
+      const std::uint64_t begin = (std::uint64_t(w) * warp_threads + lane) * VW;
+      if (begin + VW <= n) load.chunk(begin, chunks[w]);
+    }
+    replayed_block<Acc> block;
+#pragma unroll
+    for (unsigned w = 0; w < Passes; ++w) {
+      // The plan's thread 32w + lane holds its chunk 0 only (n <= block_threads * VW), elements in order.
+      const std::uint64_t begin = (std::uint64_t(w) * warp_threads + lane) * VW;
+      Acc acc{};
+      bool valid = false;
+      if (begin + VW <= n) {
+        acc = static_cast<Acc>(chunks[w][0]);
+#pragma unroll
+        for (int j = 1; j < VW; ++j) fold_into(acc, chunks[w][j], op);
+        valid = true;
+      } else if (begin < n) {  // the chunk that straddles n
+        acc = static_cast<Acc>(load.element(begin));
+        for (std::uint64_t i = begin + 1; i < n; ++i) fold_into(acc, load.element(i), op);
+        valid = true;
+      }
+      block.add_warp(w, acc, valid, op);
+    }
+    const Acc result = block.result(init_for(bounds, s, init), op);
+    if (lane == 0) out[static_cast<out_diff>(s)] = result;
   }
 }
 
