@@ -162,6 +162,58 @@ TEST_F(matrix_device, columns_of_many_tiles_have_the_bits_of_their_own_reduce) {
   }
 }
 
+// Rows of each size class that goes in one launch (lanes, a warp, a block a row), captured in a
+// graph and replayed on another stream after the capturing stream is gone, beside direct calls on
+// the per-thread and the legacy default streams: each row keeps the bits of tally::reduce.
+TEST_F(matrix_device, rows_of_one_launch_captured_and_replayed_beside_direct_calls) {
+  seeded s(35);
+  SCOPED_TRACE(s.trace());
+  for (const std::int64_t cols : {std::int64_t(40), std::int64_t(700), std::int64_t(3000)}) {
+    SCOPED_TRACE(std::to_string(cols) + " columns");
+    const std::int64_t rows = 3000;
+    auto v = random_values<float>(std::size_t(rows * cols), s.rng);
+    for (auto& x : v) x = std::abs(x) + 0.25f;
+    const thrust::device_vector<float> matrix(v.begin(), v.end());
+    std::vector<float> want(std::size_t(rows));
+    for (std::int64_t i = 0; i < rows; ++i)
+      want[std::size_t(i)] = tally::reduce(tally::host, v.begin() + i * cols, v.begin() + (i + 1) * cols, 2.0f,
+                                           tally::plus<float>{});
+    thrust::device_vector<float> d_rows(poisoned_vector<float>(std::size_t(rows)));
+    cudaStream_t capturing, other;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+    cudaGraph_t graph;
+    ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    tally::reduce_rows(tally::device.on(capturing), matrix.data().get(), rows, cols, cols, d_rows.begin(), 2.0f,
+                       tally::plus<float>{});
+    ASSERT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess);
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    ASSERT_EQ(cudaStreamDestroy(capturing), cudaSuccess);
+    for (int replay = 0; replay < 2; ++replay) {
+      thrust::fill(d_rows.begin(), d_rows.end(), -1.0f);
+      thrust::device_vector<float> per_thread(poisoned_vector<float>(std::size_t(rows)));
+      thrust::device_vector<float> legacy(poisoned_vector<float>(std::size_t(rows)));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
+      tally::reduce_rows(tally::device.on(cudaStreamPerThread), matrix.data().get(), rows, cols, cols,
+                         per_thread.begin(), 2.0f, tally::plus<float>{});
+      tally::reduce_rows(tally::device.on(cudaStreamLegacy), matrix.data().get(), rows, cols, cols, legacy.begin(),
+                         2.0f, tally::plus<float>{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const thrust::host_vector<float> got = d_rows, got_per_thread = per_thread, got_legacy = legacy;
+      for (std::size_t i = 0; i < std::size_t(rows); ++i) {
+        ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "replay " << replay << ", row " << i;
+        ASSERT_EQ(bits_of(got_per_thread[i]), bits_of(want[i])) << "per-thread stream, row " << i;
+        ASSERT_EQ(bits_of(got_legacy[i]), bits_of(want[i])) << "legacy stream, row " << i;
+      }
+    }
+    ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+    ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    ASSERT_EQ(cudaStreamDestroy(other), cudaSuccess);
+  }
+}
+
 // The column kernels' two launches, captured in a graph and replayed on another stream after the
 // capturing stream is gone, beside a direct call of another matrix on the per-thread stream: the
 // graph owns its partials' scratch, so neither call disturbs the other's columns.

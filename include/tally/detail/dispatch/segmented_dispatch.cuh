@@ -117,50 +117,16 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   }
 }
 
-// Segments of one size that is one tile, known on the host: a block each, one launch.
-template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
-void launch_one_tile_segments(It first, Bounds bounds, std::uint64_t segments, OutIt out, Acc init, Op op,
-                              const Policy& policy, int device) {
-  using V = iterator_value_t<It>;
-  constexpr int vw = plan_vector_width_v<It>;
-  constexpr auto one_tile = &one_tile_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
+// Segments of one size known on the host, in one launch of Kernel (kernels/segmented_kernels.cuh):
+// `per_block` segments to a block, as many blocks as the segments need up to a resident grid.
+template <auto Kernel, class Policy, class... Args>
+void launch_equal_size_segments(std::uint64_t segments, std::uint64_t per_block, const Policy& policy, int device,
+                                const Args&... args) {
   check_stream_of_device(policy.stream(), device);
-  const std::uint64_t resident = resident_grid<one_tile>(policy, device);
-  launch_kernel<one_tile>(unsigned(segments < resident ? segments : resident), block_threads, policy.stream(), device,
-                          first, bounds, init, op, out, segments);
-}
-
-// Segments of one size that a warp reduces in more than one pass of the plan's warps, known on
-// the host: a warp each, the fewest passes' chunks that cover the size read at once.
-template <unsigned Passes, class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
-void launch_warp_segments(It first, Bounds bounds, std::uint64_t segments, OutIt out, Acc init, Op op,
-                          const Policy& policy, int device) {
-  using V = iterator_value_t<It>;
-  constexpr int vw = plan_vector_width_v<It>;
-  constexpr auto by_warp = &warp_segments_kernel<Passes, Acc, vw, It, V, Bounds, Op, OutIt>;
-  check_stream_of_device(policy.stream(), device);
-  const std::uint64_t resident = resident_grid<by_warp>(policy, device);
-  constexpr unsigned warps_per_block = block_threads / warp_threads;
-  const std::uint64_t blocks = (segments + warps_per_block - 1) / warps_per_block;
-  launch_kernel<by_warp>(unsigned(blocks < resident ? blocks : resident), block_threads, policy.stream(), device, first,
-                         bounds, init, op, out, segments);
-}
-
-// Segments of one size of at most a warp's lanes' worth, known on the host: `lanes` lanes each,
-// segment_batch passes of a warp's loads in flight together.
-template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
-void launch_lane_segments(It first, Bounds bounds, std::uint64_t segments, std::uint64_t size, OutIt out, Acc init,
-                          Op op, const Policy& policy, int device) {
-  using V = iterator_value_t<It>;
-  constexpr int vw = plan_vector_width_v<It>;
-  constexpr auto by_lanes = &lane_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
-  check_stream_of_device(policy.stream(), device);
-  const unsigned lanes = tally::warp::detail::lanes_covering(unsigned((size + vw - 1) / vw));
-  const std::uint64_t per_block = std::uint64_t(block_threads / lanes) * segment_batch;
   const std::uint64_t blocks = (segments + per_block - 1) / per_block;
-  const std::uint64_t resident = resident_grid<by_lanes>(policy, device);
-  launch_kernel<by_lanes>(unsigned(blocks < resident ? blocks : resident), block_threads, policy.stream(), device,
-                          first, bounds, init, op, out, segments, lanes);
+  const std::uint64_t resident = resident_grid<Kernel>(policy, device);
+  launch_kernel<Kernel>(unsigned(blocks < resident ? blocks : resident), block_threads, policy.stream(), device,
+                        args...);
 }
 
 // Which kernel of their own segments of one size take, where the host knows the size (bounds
@@ -218,26 +184,36 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
   } else if constexpr (is_commutative_v<Op>) {
     // Only bounds of equal sizes compile these kernels: the offsets forms' call sites do not.
     if constexpr (has_equal_sizes_v<Bounds>) {
+      using V = iterator_value_t<It>;
       constexpr int vw = plan_vector_width_v<It>;
-      const equal_size_route route = route_of_equal_sizes<Bounds, vw>(longest);
-      if (route == equal_size_route::one_tile) {
-        launch_one_tile_segments(first, bounds, segments, out, init, op, policy, device);
-        return;
-      }
-      if (route == equal_size_route::lanes) {
-        launch_lane_segments(first, bounds, segments, longest, out, init, op, policy, device);
-        return;
-      }
-      if (route == equal_size_route::warp) {
-        constexpr std::uint64_t pass = std::uint64_t(warp_threads) * vw;
-        if (longest <= 2 * pass) {
-          launch_warp_segments<2>(first, bounds, segments, out, init, op, policy, device);
-        } else if (longest <= 4 * pass) {
-          launch_warp_segments<4>(first, bounds, segments, out, init, op, policy, device);
-        } else {
-          launch_warp_segments<8>(first, bounds, segments, out, init, op, policy, device);
+      constexpr std::uint64_t warps_per_block = block_threads / warp_threads, pass = std::uint64_t(warp_threads) * vw;
+      switch (route_of_equal_sizes<Bounds, vw>(longest)) {
+        case equal_size_route::lanes: {
+          // lanes_covering the size's chunks; segment_batch passes of a warp's groups.
+          const unsigned lanes = tally::warp::detail::lanes_covering(unsigned((longest + vw - 1) / vw));
+          launch_equal_size_segments<&lane_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>>(
+              segments, std::uint64_t(block_threads / lanes) * segment_batch, policy, device, first, bounds, init, op,
+              out, segments, lanes);
+          return;
         }
-        return;
+        case equal_size_route::warp:  // the fewest passes (2, 4 or 8) that cover the size
+          if (longest <= 2 * pass) {
+            launch_equal_size_segments<&warp_segments_kernel<2, Acc, vw, It, V, Bounds, Op, OutIt>>(
+                segments, warps_per_block, policy, device, first, bounds, init, op, out, segments);
+          } else if (longest <= 4 * pass) {
+            launch_equal_size_segments<&warp_segments_kernel<4, Acc, vw, It, V, Bounds, Op, OutIt>>(
+                segments, warps_per_block, policy, device, first, bounds, init, op, out, segments);
+          } else {
+            launch_equal_size_segments<&warp_segments_kernel<8, Acc, vw, It, V, Bounds, Op, OutIt>>(
+                segments, warps_per_block, policy, device, first, bounds, init, op, out, segments);
+          }
+          return;
+        case equal_size_route::one_tile:
+          launch_equal_size_segments<&one_tile_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>>(
+              segments, 1, policy, device, first, bounds, init, op, out, segments);
+          return;
+        case equal_size_route::none:
+          break;
       }
     }
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
