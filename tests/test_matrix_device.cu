@@ -174,7 +174,7 @@ TEST_F(matrix_device, rows_of_one_launch_captured_and_replayed_beside_direct_cal
     auto v = random_values<float>(std::size_t(rows * cols), s.rng);
     for (auto& x : v) x = std::abs(x) + 0.25f;
     const thrust::device_vector<float> matrix(v.begin(), v.end());
-    std::vector<float> want(std::size_t(rows));
+    std::vector<float> want(static_cast<std::size_t>(rows));
     for (std::int64_t i = 0; i < rows; ++i)
       want[std::size_t(i)] = tally::reduce(tally::host, v.begin() + i * cols, v.begin() + (i + 1) * cols, 2.0f,
                                            tally::plus<float>{});
