@@ -49,7 +49,11 @@ const std::vector<shape>& shapes() {
       {600, 2048, 2048}, {40, 4096, 4096}, {5, 8192, 8192}, {1100, 1100, 1103},
       // Rows of 2, 4 and 8 of the plan's warps, a warp each (warp_segments_kernel), more rows
       // than the grid has warps.
-      {10000, 200, 200}, {700, 1000, 1003}};
+      {10000, 200, 200}, {700, 1000, 1003},
+      // Rows of several tiles, a block per chain of the plan then a block per row
+      // (equal_size_chains_kernel): more chains than the grid has blocks, and rows of more tiles
+      // than the plan has chains (a chain of two tiles).
+      {300, 20000, 20001}, {2, 2200000, 2200003}};
   return all;
 }
 
@@ -162,15 +166,16 @@ TEST_F(matrix_device, columns_of_many_tiles_have_the_bits_of_their_own_reduce) {
   }
 }
 
-// Rows of each size class that goes in one launch (lanes, a warp, a block a row), captured in a
-// graph and replayed on another stream after the capturing stream is gone, beside direct calls on
-// the per-thread and the legacy default streams: each row keeps the bits of tally::reduce.
-TEST_F(matrix_device, rows_of_one_launch_captured_and_replayed_beside_direct_calls) {
+// Rows of each size class of their own kernels (lanes, a warp, a block a row, and several tiles:
+// a block a chain, then the chains' folds in the graph's own scratch), captured in a graph and
+// replayed on another stream after the capturing stream is gone, beside direct calls on the
+// per-thread and the legacy default streams: each row keeps the bits of tally::reduce.
+TEST_F(matrix_device, rows_of_every_size_class_captured_and_replayed_beside_direct_calls) {
   seeded s(35);
   SCOPED_TRACE(s.trace());
-  for (const std::int64_t cols : {std::int64_t(40), std::int64_t(700), std::int64_t(3000)}) {
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{3000, 40}, {3000, 700}, {3000, 3000},
+                                   {300, 20000}}) {
     SCOPED_TRACE(std::to_string(cols) + " columns");
-    const std::int64_t rows = 3000;
     auto v = random_values<float>(std::size_t(rows * cols), s.rng);
     for (auto& x : v) x = std::abs(x) + 0.25f;
     const thrust::device_vector<float> matrix(v.begin(), v.end());

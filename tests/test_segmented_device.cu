@@ -166,9 +166,12 @@ TEST_F(segmented_device, fixed_size_rows) {
   SCOPED_TRACE(s.trace());
   // Rows of one tile (1024 < cols <= 8192 ints) go a block each, rows of 128 < cols <= 1024 a
   // warp each, shorter rows a group of lanes each: more of them than the grid has blocks, warps
-  // or groups, and a whole tile.
+  // or groups, and a whole tile. Longer rows go a block per chain of their plan, then a block
+  // per row: more chains than the grid has blocks, and rows of more tiles than the plan has
+  // chains.
   for (const auto& shape : {std::pair<int, int>{1000, 37}, {300, 1}, {64, 20000}, {3, 0}, {1200, 3000}, {40, 8192},
-                            {9000, 250}, {500, 1024}, {2000000, 1}, {300000, 20}, {100000, 128}}) {
+                            {9000, 250}, {500, 1024}, {2000000, 1}, {300000, 20}, {100000, 128}, {3000, 8193},
+                            {5, 300000}, {2, 2200000}}) {
     const int rows = shape.first, cols = shape.second;
     auto v = random_values<int>(std::size_t(rows) * cols, s.rng);
     const thrust::device_vector<int> d_v(v.begin(), v.end());

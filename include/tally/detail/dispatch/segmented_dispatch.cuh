@@ -129,17 +129,31 @@ void launch_equal_size_segments(std::uint64_t segments, std::uint64_t per_block,
                         args...);
 }
 
-// Which kernel of their own segments of one size take, where the host knows the size (bounds
+// Which kernels of their own segments of one size take, where the host knows the size (bounds
 // whose sizes are all equal): lanes each up to a warp's lanes' worth, a warp each up to a warp's
-// segment, a block each for one tile beyond that; none for longer ones.
-enum class equal_size_route { none, lanes, warp, one_tile };
+// segment, a block each for one tile beyond that, and for longer ones a block per chain of the
+// plan then a block per segment (chains), while their chains fit segmented_chain_bytes;
+// none beyond that.
+enum class equal_size_route { none, lanes, warp, one_tile, chains };
 
-template <class Bounds, int VW>
-equal_size_route route_of_equal_sizes(std::uint64_t longest) {
+// The chains of each segment of `size` elements (chains_of its plan).
+template <int VW, class Op>
+std::uint64_t equal_size_chains(std::uint64_t size) {
+  return chains_of(make_plan(size, VW, plan_max_tiles_for<Op>));
+}
+
+template <class Bounds, int VW, class Acc, class Op>
+equal_size_route route_of_equal_sizes(std::uint64_t longest, std::uint64_t segments) {
   if constexpr (has_equal_sizes_v<Bounds>) {
     if (longest > 0 && longest <= std::uint64_t(warp_threads) * VW) return equal_size_route::lanes;
     if (longest > std::uint64_t(warp_threads) * VW && longest <= warp_segment_max<VW>) return equal_size_route::warp;
     if (longest > warp_segment_max<VW> && longest <= block_segment_max<VW>) return equal_size_route::one_tile;
+    if (longest > block_segment_max<VW> &&
+        segments <= segmented_chain_bytes / sizeof(Acc) / equal_size_chains<VW, Op>(longest))
+      return equal_size_route::chains;
+  } else {
+    (void)longest;
+    (void)segments;
   }
   return equal_size_route::none;
 }
@@ -187,7 +201,7 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
       using V = iterator_value_t<It>;
       constexpr int vw = plan_vector_width_v<It>;
       constexpr std::uint64_t warps_per_block = block_threads / warp_threads, pass = std::uint64_t(warp_threads) * vw;
-      switch (route_of_equal_sizes<Bounds, vw>(longest)) {
+      switch (route_of_equal_sizes<Bounds, vw, Acc, Op>(longest, segments)) {
         case equal_size_route::lanes: {
           // lanes_covering the size's chunks; segment_batch passes of a warp's groups.
           const unsigned lanes = tally::warp::detail::lanes_covering(unsigned((longest + vw - 1) / vw));
@@ -212,6 +226,23 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
           launch_equal_size_segments<&one_tile_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>>(
               segments, 1, policy, device, first, bounds, init, op, out, segments);
           return;
+        case equal_size_route::chains: {
+          // Two launches in the scratch of one lease: the chains, then their folds.
+          const std::uint64_t chains = equal_size_chains<vw, Op>(longest);
+          scratch_lease lease(device, policy.stream(), std::size_t(segments * chains * sizeof(Acc)), false);
+          Acc* chain_values = static_cast<Acc*>(lease.scratch().partials);
+          constexpr auto chain_kernel = &equal_size_chains_kernel<Acc, vw, It, V, Bounds, Op>;
+          constexpr auto fold_kernel = &equal_size_fold_kernel<Acc, vw, Bounds, Op, OutIt>;
+          const std::uint64_t units = segments * chains;
+          const std::uint64_t chain_grid = std::min<std::uint64_t>(units, resident_grid<chain_kernel>(policy, device));
+          launch_kernel<chain_kernel>(unsigned(chain_grid), block_threads, policy.stream(), device, first, bounds, op,
+                                      segments, unsigned(chains), chain_values);
+          const std::uint64_t fold_grid = std::min<std::uint64_t>(segments, resident_grid<fold_kernel>(policy, device));
+          launch_kernel<fold_kernel>(unsigned(fold_grid), block_threads, policy.stream(), device, bounds, init, op, out,
+                                     segments, unsigned(chains), static_cast<const Acc*>(chain_values));
+          lease.launched();
+          return;
+        }
         case equal_size_route::none:
           break;
       }

@@ -335,6 +335,49 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// Two blocks per SM, as tally::reduce's single pass: three (80 registers a thread) measured no
+// faster, four spilled.
+inline constexpr int long_segments_min_blocks = 2;
+
+// Segments of one size, known on the host, longer than a tile: the plan's chains of every segment
+// are units of work numbered s * chains + t (chains_of its plan, the same for all), a block each,
+// as long_segments_kernel computes a split segment's chains; equal_size_fold_kernel then folds
+// each segment's chains. The units follow from the size, so no lists and no launch to make them.
+template <class Acc, int VW, class It, class V, class Bounds, class Op>
+__global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
+    equal_size_chains_kernel(It first, Bounds bounds, Op op, std::uint64_t segments, unsigned chains, Acc* out_chains) {
+  wait_for_prior_grid();
+  using loader = typename segment_loader_of<It, V, VW>::type;
+  const std::uint64_t units = segments * chains;
+  for (std::uint64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    const std::uint64_t s = unit / chains;
+    const segment_extent e = bounds(s);
+    const reduction_plan plan = make_plan(e.size, VW, plan_max_tiles_for<Op>);
+    bool valid = false;
+    const Acc chain = segment_chain<Acc, VW>(loader{advance_to(first, e.begin)}, plan, unsigned(unit % chains), op, valid);
+    if (threadIdx.x == 0) out_chains[unit] = chain;
+  }
+}
+
+// A block per segment folds the chains equal_size_chains_kernel left, as split_segments_kernel
+// folds a split segment's.
+template <class Acc, int VW, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    equal_size_fold_kernel(Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments, unsigned chains,
+                           const Acc* in_chains) {
+  wait_for_prior_grid();
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  for (std::uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const reduction_plan plan = make_plan(bounds(s).size, VW, plan_max_tiles_for<Op>);
+    const bool valid = threadIdx.x < chains;
+    Acc chain{};
+    if (valid) chain = in_chains[s * chains + threadIdx.x];
+    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init_for(bounds, s, init), op);
+    if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
+    __syncthreads();  // the block tree's shared memory is read before the next segment's writes it
+  }
+}
+
 // Segments of one size, known on the host, of at most warp_threads * VW elements: only the plan's
 // warp 0 holds chunks, and only its first `lanes` lanes (lanes_covering the size's chunks, 1 for
 // at most VW elements). A group of `lanes` lanes replays that warp's tree for a segment, as
@@ -484,10 +527,6 @@ __global__ void __launch_bounds__(block_threads)
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
   }
 }
-
-// Two blocks per SM, as tally::reduce's single pass: three (80 registers a thread) measured no
-// faster, four spilled.
-inline constexpr int long_segments_min_blocks = 2;
 
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
