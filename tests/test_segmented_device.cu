@@ -381,7 +381,7 @@ TEST_F(segmented_device, fields_zips_and_transforms_per_segment) {
 TEST_F(segmented_device, fields_zips_and_transforms_in_fixed_size_segments) {
   seeded s(12);
   SCOPED_TRACE(s.trace());
-  for (const std::size_t size : {1, 3, 20, 100, 300, 1000, 3000, 10000}) {
+  for (const std::size_t size : {1, 3, 20, 100, 300, 1000, 3000, 10000, 40000}) {
     SCOPED_TRACE("segments of " + std::to_string(size));
     const std::size_t segments = size < 100 ? 3000 : 40, n = segments * size;
     auto hx = random_values<float>(n, s.rng), hy = random_values<float>(n, s.rng), hz = random_values<float>(n, s.rng);
