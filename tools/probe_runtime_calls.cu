@@ -8,7 +8,8 @@
 // atomic increment (the lease and the result slot pool), and the steady clock (take()).
 // Launch calls are left out: back to back they measure the launch queue, not a call.
 //
-// Built with the tools (TALLY_BUILD_TOOLS, target probe_runtime_calls); run on a GPU machine.
+// The driver's functions are called through the runtime's entry points, as tally's runtime calls
+// them. Built with the tools (TALLY_BUILD_TOOLS, target probe_runtime_calls); run on a GPU machine.
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -19,6 +20,18 @@
 #include <mutex>
 
 namespace {
+
+// The driver's functions through the runtime, as tally's runtime reaches them
+// (lib/runtime.cpp), so that the probe needs no link to the driver library.
+template <class Fn>
+Fn driver_function(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<Fn>(fn);
+}
 
 template <class Call>
 double mean_ns(Call call) {
@@ -50,9 +63,15 @@ int main() {
       !check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
       !check(cudaMalloc(&device_memory, 256), "cudaMalloc"))
     return 1;
+  const auto ctx_get_current = driver_function<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
+  const auto ctx_get_id = driver_function<CUresult (*)(CUcontext, unsigned long long*)>("cuCtxGetId");
+  const auto stream_is_capturing =
+      driver_function<CUresult (*)(CUstream, CUstreamCaptureStatus*)>("cuStreamIsCapturing");
+  const auto stream_get_id = driver_function<CUresult (*)(CUstream, unsigned long long*)>("cuStreamGetId");
   CUcontext context = nullptr;
-  if (cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) {
-    std::printf("probe_runtime_calls: no current context\n");
+  if (!ctx_get_current || !ctx_get_id || !stream_is_capturing || !stream_get_id ||
+      ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) {
+    std::printf("probe_runtime_calls: the driver's functions or the current context were not found\n");
     return 1;
   }
   cudaDeviceProp props{};
@@ -70,13 +89,13 @@ int main() {
   std::atomic<unsigned long long> counter{0};
   const auto row = [](const char* name, double ns) { std::printf("| %s | %.1f |\n", name, ns); };
   row("cudaGetDevice", mean_ns([&] { (void)cudaGetDevice(&device); }));
-  row("cuCtxGetCurrent", mean_ns([&] { (void)cuCtxGetCurrent(&context); }));
-  row("cuCtxGetId (the context)", mean_ns([&] { (void)cuCtxGetId(context, &id); }));
-  row("cuCtxGetId (null: the current one)", mean_ns([&] { (void)cuCtxGetId(nullptr, &id); }));
+  row("cuCtxGetCurrent", mean_ns([&] { (void)ctx_get_current(&context); }));
+  row("cuCtxGetId (the context)", mean_ns([&] { (void)ctx_get_id(context, &id); }));
+  row("cuCtxGetId (null: the current one)", mean_ns([&] { (void)ctx_get_id(nullptr, &id); }));
   row("cuStreamIsCapturing (a stream)",
-      mean_ns([&] { (void)cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &driver_status); }));
-  row("cuStreamIsCapturing (the legacy stream)", mean_ns([&] { (void)cuStreamIsCapturing(CU_STREAM_LEGACY, &driver_status); }));
-  row("cuStreamGetId", mean_ns([&] { (void)cuStreamGetId(reinterpret_cast<CUstream>(stream), &id); }));
+      mean_ns([&] { (void)stream_is_capturing(reinterpret_cast<CUstream>(stream), &driver_status); }));
+  row("cuStreamIsCapturing (the legacy stream)", mean_ns([&] { (void)stream_is_capturing(CU_STREAM_LEGACY, &driver_status); }));
+  row("cuStreamGetId", mean_ns([&] { (void)stream_get_id(reinterpret_cast<CUstream>(stream), &id); }));
   row("cudaStreamIsCapturing", mean_ns([&] { (void)cudaStreamIsCapturing(stream, &runtime_status); }));
   row("cudaStreamGetId", mean_ns([&] { (void)cudaStreamGetId(stream, &id); }));
   row("cudaPointerGetAttributes", mean_ns([&] { (void)cudaPointerGetAttributes(&attributes, device_memory); }));
