@@ -118,12 +118,13 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
 }
 
 // Segments of one size known on the host, in one launch of Kernel (kernels/segmented_kernels.cuh):
-// `per_block` segments to a block, as many blocks as the segments need up to a resident grid.
+// `per_block` units (segments, or the chains route's chains) to a block, as many blocks as the
+// units need up to a resident grid.
 template <auto Kernel, class Policy, class... Args>
-void launch_equal_size_segments(std::uint64_t segments, std::uint64_t per_block, const Policy& policy, int device,
+void launch_equal_size_segments(std::uint64_t units, std::uint64_t per_block, const Policy& policy, int device,
                                 const Args&... args) {
   check_stream_of_device(policy.stream(), device);
-  const std::uint64_t blocks = (segments + per_block - 1) / per_block;
+  const std::uint64_t blocks = (units + per_block - 1) / per_block;
   const std::uint64_t resident = resident_grid<Kernel>(policy, device);
   launch_kernel<Kernel>(unsigned(blocks < resident ? blocks : resident), block_threads, policy.stream(), device,
                         args...);
@@ -231,15 +232,11 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
           const std::uint64_t chains = equal_size_chains<vw, Op>(longest);
           scratch_lease lease(device, policy.stream(), std::size_t(segments * chains * sizeof(Acc)), false);
           Acc* chain_values = static_cast<Acc*>(lease.scratch().partials);
-          constexpr auto chain_kernel = &equal_size_chains_kernel<Acc, vw, It, V, Bounds, Op>;
-          constexpr auto fold_kernel = &equal_size_fold_kernel<Acc, vw, Bounds, Op, OutIt>;
-          const std::uint64_t units = segments * chains;
-          const std::uint64_t chain_grid = std::min<std::uint64_t>(units, resident_grid<chain_kernel>(policy, device));
-          launch_kernel<chain_kernel>(unsigned(chain_grid), block_threads, policy.stream(), device, first, bounds, op,
-                                      segments, unsigned(chains), chain_values);
-          const std::uint64_t fold_grid = std::min<std::uint64_t>(segments, resident_grid<fold_kernel>(policy, device));
-          launch_kernel<fold_kernel>(unsigned(fold_grid), block_threads, policy.stream(), device, bounds, init, op, out,
-                                     segments, unsigned(chains), static_cast<const Acc*>(chain_values));
+          launch_equal_size_segments<&equal_size_chains_kernel<Acc, vw, It, V, Bounds, Op>>(
+              segments * chains, 1, policy, device, first, bounds, op, segments, unsigned(chains), chain_values);
+          launch_equal_size_segments<&equal_size_fold_kernel<Acc, vw, Bounds, Op, OutIt>>(
+              segments, 1, policy, device, bounds, init, op, out, segments, unsigned(chains),
+              static_cast<const Acc*>(chain_values));
           lease.launched();
           return;
         }
