@@ -42,7 +42,7 @@ const std::vector<shape>& shapes() {
       {3, 100001, 100003}, {1, 5, 5}, {5, 1, 9},      {4097, 64, 64},  {129, 300, 301},   {0, 5, 5},
       {5, 0, 3},
       // The column kernels' boundaries: the fewest rows they take, a thread per column up to
-      // 32 VW rows, a quarter warp's chunks read at once up to 256 VW rows.
+      // 32 VW rows, a subtree's chunks read at once up to 256 VW rows.
       {16, 40, 41}, {128, 50, 50}, {1024, 48, 50}, {1025, 47, 47},
       // Rows of one tile, a block each (one_tile_segments_kernel): partial tiles, a whole tile of
       // floats and of doubles, and more rows than the grid has blocks.
@@ -115,6 +115,59 @@ TEST_F(matrix_device, rows_and_columns_float) { check_rows_and_columns<float>(31
 TEST_F(matrix_device, rows_and_columns_float_misaligned) { check_rows_and_columns<float>(32, 1); }
 TEST_F(matrix_device, rows_and_columns_double) { check_rows_and_columns<double>(33, 0); }
 TEST_F(matrix_device, rows_and_columns_int) { check_rows_and_columns<int>(34, 3); }
+
+// The column kernels split each plan warp's tree into subtrees of 1, 2, 4 or 8 of its leaves, a
+// warp's task each, as many leaves as still leave two resident grids' worth of tasks. A forced
+// grid size stands in for the GPU's size, so every subtree size runs: a grid of one block takes
+// the largest subtrees, a huge grid single leaves. Short tiles (a chunk per plan thread, read at
+// once) and long ones (a plan thread's steps one after another), partial last tiles, tiles of
+// several plan warps and plans of several tiles; lanes of one column, and lanes of several
+// neighbouring columns read in one load (where the start, the leading dimension and the column
+// count allow it, and every lane of a warp has a run). Every column has the bits of tally::reduce over a copy of it.
+template <class T>
+void check_columns_by_every_subtree_size(std::uint64_t salt) {
+  seeded s(salt);
+  SCOPED_TRACE(s.trace());
+  const std::vector<shape> all = {
+      // Lanes of several columns (of 4 floats or ints, of 2 doubles) where the offset allows it,
+      // with a run for every lane of a warp (64 columns: runs of doubles only).
+      {129, 160, 160}, {600, 200, 200}, {1024, 128, 132}, {5000, 136, 140}, {20000, 128, 128}, {100000, 128, 128},
+      {600, 64, 64},
+      // Lanes of one column: a leading dimension or a column count that is not a multiple.
+      {129, 40, 41}, {600, 100, 101}, {1024, 33, 33}, {5000, 70, 75}, {20000, 42, 44}, {100000, 33, 33}};
+  for (const std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+    for (const shape& m : all) {
+      SCOPED_TRACE(std::to_string(m.rows) + " x " + std::to_string(m.cols) + ", ld " + std::to_string(m.ld) +
+                   ", offset " + std::to_string(offset));
+      const std::size_t rows = std::size_t(m.rows), cols = std::size_t(m.cols);
+      auto v = random_values<T>(std::size_t((m.rows - 1) * m.ld + m.cols), s.rng);
+      if constexpr (std::is_floating_point_v<T>)
+        for (auto& x : v) x = std::abs(x) + T(0.25);
+      device_buffer<T> matrix(v, offset);
+      std::vector<T> want(cols);
+      for (std::size_t j = 0; j < cols; ++j) {
+        std::vector<T> column(rows);
+        for (std::size_t i = 0; i < rows; ++i) column[i] = v[i * std::size_t(m.ld) + j];
+        want[j] = tally::reduce(tally::host, column.begin(), column.end(), T(2), tally::plus<T>{});
+        if constexpr (std::is_integral_v<T>) ASSERT_EQ(want[j], reference_sum<T>(column, 0, rows, T(2)));
+      }
+      for (const unsigned grid : {1u, 3u, 7u, 1u << 20}) {
+        SCOPED_TRACE("grid of " + std::to_string(grid) + " blocks");
+        thrust::device_vector<T> d_cols(poisoned_vector<T>(cols + 1));
+        tally::reduce_columns(tally::device.grid_size(grid), matrix.data(), m.rows, m.cols, m.ld, d_cols.begin(), T(2),
+                              tally::plus<T>{});
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const thrust::host_vector<T> got = d_cols;
+        for (std::size_t j = 0; j < cols; ++j) ASSERT_EQ(bits_of(got[j]), bits_of(want[j])) << "column " << j;
+        EXPECT_EQ(bits_of(got[cols]), bits_of(poisoned_vector<T>(1)[0])) << "written past the columns";
+      }
+    }
+  }
+}
+
+TEST_F(matrix_device, columns_by_every_subtree_size_float) { check_columns_by_every_subtree_size<float>(35); }
+TEST_F(matrix_device, columns_by_every_subtree_size_double) { check_columns_by_every_subtree_size<double>(36); }
+TEST_F(matrix_device, columns_by_every_subtree_size_int) { check_columns_by_every_subtree_size<int>(37); }
 
 // Values made on the device from their index: positive, with mantissas that differ, so that a
 // column's float sum rounds differently in any other order than its plan's.

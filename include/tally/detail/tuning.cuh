@@ -83,6 +83,19 @@ inline constexpr unsigned segment_thread_tree_passes = 8;
 inline constexpr unsigned long long column_kernels_min_cols = 16;
 inline constexpr unsigned long long column_kernels_min_rows = 16;
 
+// Resident blocks per SM that the subtrees kernel's register budget must allow, for lanes of
+// one column and of several: unbounded, it takes registers for every address of a step's loads
+// at once and runs a block per SM; its loads need many warps in flight instead. Lanes of several
+// columns hold a tree and a fold for each, and spill at the budget of four blocks
+// (docs/decisions/0038).
+inline constexpr int column_subtrees_min_resident_blocks = 4;
+inline constexpr int column_run_subtrees_min_resident_blocks = 3;
+
+// A plan thread's chunks of a step that a column subtree task reads at once before folding
+// them (divided by the columns a lane takes in one load): all loads_per_step, or fewer, to hold
+// fewer values in registers.
+inline constexpr int column_chunks_at_once = 2;
+
 // ---- kernels for small plans (dispatch/device_dispatch.cuh) ---------------------------------------
 
 // The one-tile kernel of the fewest loads per thread tried first: 1, 2, 4, ... below
