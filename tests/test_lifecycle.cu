@@ -1778,7 +1778,10 @@ void resources_release_scratch_hands_everything_back() {
 // eviction past max_scratch_entries (70 short-lived streams a round) and exiting threads'
 // per-thread blocks. Every call's value is checked (its init changes every call, so a result
 // left over from an earlier call cannot pass); a block freed under a running call would fault
-// (the child then fails) or, under compute-sanitizer's memcheck, be reported.
+// (the child then fails) or, under compute-sanitizer's memcheck, be reported. Under a
+// sanitizer every CUDA call is far slower, so the loops pause between calls: four threads
+// calling flat out starved the freeing thread, and the child outran its timeout by minutes
+// (it takes about a second without a sanitizer).
 void resources_freed_while_threads_loop_on_their_streams() {
   seeded s(3805);
   note seed(s.trace());
@@ -1808,6 +1811,7 @@ void resources_freed_while_threads_loop_on_their_streams() {
         } else {
           require_bits(tally::reduce(on(stream), di.begin(), di.end(), init), want(init), "call " + std::to_string(i));
         }
+        if (under_sanitizer()) std::this_thread::sleep_for(std::chrono::milliseconds(25));
       }
     }));
   }
