@@ -22,8 +22,10 @@
 namespace tally::detail {
 namespace {
 
-// Allocations may happen while another thread captures a graph in global mode; relaxed
-// mode lets this thread allocate then, and the previous mode comes back on scope exit.
+// Allocations, and waits for a stream that is not being captured, may happen while another
+// thread captures a graph in global mode; relaxed mode lets this thread make them then (in
+// global mode they would fail and invalidate that capture), and the previous mode comes back
+// on scope exit.
 class relaxed_capture_mode {
  public:
   relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
@@ -918,6 +920,32 @@ bool pageable_access_overridden() { return no_pageable_access_override.load(std:
 void set_fold_poll_limit(unsigned int polls) { fold_polls.store(polls, std::memory_order_relaxed); }
 unsigned int fold_poll_limit() { return fold_polls.load(std::memory_order_relaxed); }
 
+namespace {
+// Whether a wait on `stream` may run in relaxed capture mode: only where the stream itself is
+// not being captured. A wait on a capturing stream (active or invalidated) must still fail as
+// it would have, never wait for work that runs only when the graph is launched. Asked of the
+// driver, so that the runtime's last error is left as the application left it.
+bool stream_not_captured(cudaStream_t stream) {
+  const driver_entry_points& d = driver();
+  if (d.stream_is_capturing) {
+    CUstreamCaptureStatus asked = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    return d.stream_is_capturing(driver_stream(stream), &asked) == CUDA_SUCCESS && asked == CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
+  return cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone;
+}
+}  // namespace
+
+void wait_for_stream(cudaStream_t stream, const char* action) {
+  cudaError_t status = cudaSuccess;
+  {
+    std::optional<relaxed_capture_mode> relaxed;
+    if (stream_not_captured(stream)) relaxed.emplace();
+    status = cudaStreamSynchronize(stream);
+  }
+  check_cuda_call(status, action);
+}
+
 // ---- result slots ---------------------------------------------------------------------------
 
 result_slot_counts result_slots() {
@@ -990,10 +1018,19 @@ void result_slot::take(cudaStream_t stream, void* value, std::size_t bytes) cons
   bool done = false;
   std::optional<bool> blocks;  // asked of the device's schedule once the wait passes spin_us
   const char* finished_without_value = "waiting for the result (the kernel finished without handing one over)";
+  // Made before the first driver call, past quiet_us, and kept until the wait ends: the
+  // queries and waits below must not break another thread's capture (wait_for_stream). A
+  // value that lands sooner costs no call.
+  std::optional<relaxed_capture_mode> relaxed;
+  bool relaxing_asked = false;
   while (!done) {
     for (int spin = 0; spin < 2048 && !done; ++spin) done = handed_over(words);
     if (done) break;
     const auto waited = clock::now() - start;
+    if (waited > quiet_us && !relaxing_asked) {
+      relaxing_asked = true;
+      if (stream_not_captured(stream)) relaxed.emplace();
+    }
     if (waited > spin_us && !blocks) {
       unsigned int flags = 0;
       check_cuda_call(cudaGetDeviceFlags(&flags), "asking the device's schedule flags");

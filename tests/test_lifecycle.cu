@@ -12,6 +12,7 @@
 #include "support/test_support.cuh"
 #include "tally/extrema.cuh"
 #include "tally/reduce.cuh"
+#include "tally/reduce_by_key.cuh"
 #include "tally/scratch.cuh"
 #include "tally/transform_reduce.cuh"
 
@@ -1905,7 +1906,11 @@ void managed_memory_input() {
 
 // Thread A captures in global mode while thread B makes first calls on streams tally has not
 // seen (which allocate scratch, a stream to zero it on, and result slabs). B's allocations
-// must not invalidate A's capture, and both must be right.
+// must not invalidate A's capture, and both must be right. B's first call waits behind a busy
+// kernel, so that its result takes long enough for tally to ask the driver about the stream,
+// and B's reduce_by_key waits for its stream as Thrust's does: a capture in global mode
+// forbids such calls on other threads unless they relax their own mode, and a forbidden call
+// fails and invalidates the capture.
 void capture_in_global_mode_beside_direct_calls_on_other_threads() {
   seeded s(4001);
   note seed(s.trace());
@@ -1913,6 +1918,15 @@ void capture_in_global_mode_beside_direct_calls_on_other_threads() {
   const sum_inputs captured(n, s.rng);
   const auto vb = random_values<int>(n + 101, s.rng);
   device_buffer<int> db(vb);
+  // Keys in runs of 7 for B's reduce_by_key, and its expected run sums.
+  constexpr std::size_t run_length = 7;
+  std::vector<int> keys(vb.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<int>(i / run_length);
+  device_buffer<int> dkeys(keys);
+  std::vector<int> run_sums((vb.size() + run_length - 1) / run_length, 0);
+  for (std::size_t i = 0; i < vb.size(); ++i)
+    run_sums[i / run_length] =
+        static_cast<int>(static_cast<unsigned>(run_sums[i / run_length]) + static_cast<unsigned>(vb[i]));
   const double patience = child_timeout() * 2 / 3;
   const int rounds = 3;
   const int fresh_per_round = 8;
@@ -1925,6 +1939,12 @@ void capture_in_global_mode_beside_direct_calls_on_other_threads() {
     owned_stream capturing;
     out_value<float> out_f;
     out_value<int> out_i;
+    const std::vector<int> poison(vb.size(), -7777);
+    device_buffer<int> keys_out(poison), sums_out(poison);
+    std::ptrdiff_t runs_found = -1;
+    // About 50 ms of device time ahead of B's first call, whose result then takes that long.
+    tally_test::keep_stream_busy<><<<1, 1, 0, *fresh[0]>>>(100000000);
+    LIFECYCLE_CUDA(cudaGetLastError());
     captured_graph graph;
     std::atomic<bool> capturing_now{false}, b_done{false};
     thread_failures failures;
@@ -1949,6 +1969,9 @@ void capture_in_global_mode_beside_direct_calls_on_other_threads() {
         }
         require_bits(tally::reduce(on(cudaStreamPerThread), db.begin(), db.end(), -1), int_sum(vb, vb.size(), -1),
                      "first reduce on this thread's per-thread stream");
+        const auto ends = tally::reduce_by_key(on(*fresh[1]), dkeys.begin(), dkeys.end(), db.begin(),
+                                               keys_out.begin(), sums_out.begin());
+        runs_found = ends.first - keys_out.begin();
       } catch (...) {
         b_done = true;
         throw;
@@ -1958,6 +1981,16 @@ void capture_in_global_mode_beside_direct_calls_on_other_threads() {
     a.join();
     b.join();
     failures.require_none();
+    require(runs_found == static_cast<std::ptrdiff_t>(run_sums.size()),
+            "reduce_by_key beside the capture found " + std::to_string(runs_found) + " runs, not " +
+                std::to_string(run_sums.size()));
+    std::vector<int> got_keys(run_sums.size()), got_sums(run_sums.size());
+    LIFECYCLE_CUDA(cudaMemcpy(got_keys.data(), keys_out.begin(), got_keys.size() * sizeof(int), cudaMemcpyDeviceToHost));
+    LIFECYCLE_CUDA(cudaMemcpy(got_sums.data(), sums_out.begin(), got_sums.size() * sizeof(int), cudaMemcpyDeviceToHost));
+    for (std::size_t r = 0; r < run_sums.size(); ++r) {
+      require(got_keys[r] == static_cast<int>(r), "reduce_by_key beside the capture: key of run " + std::to_string(r));
+      require_bits(got_sums[r], run_sums[r], "reduce_by_key beside the capture: sum of run " + std::to_string(r));
+    }
     for (int replay = 0; replay < 3; ++replay) {
       note at2("replay " + std::to_string(replay));
       out_f.poison(capturing);

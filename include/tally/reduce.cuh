@@ -135,7 +135,7 @@ Acc reduce_impl(const basic_device_policy<MayForceStrategy>& policy, It first, I
       slot.take(policy.stream(), &result, sizeof(Acc));
     }
     if (input_needs_idle_device(first, properties(device)))
-      check_cuda_call(cudaStreamSynchronize(policy.stream()), "waiting for the kernel before the host may touch managed input");
+      wait_for_stream(policy.stream(), "waiting for the kernel before the host may touch managed input");
     return result;
   }
 }

@@ -149,7 +149,7 @@ std::pair<KeysOut, ValuesOut> reduce_by_key(const Policy& policy, KeysIt keys_fi
                                           static_cast<unsigned long long*>(nullptr), slot.handoff(), device,
                                           algorithm);
         // As Thrust's: the outputs are written when the call returns. The count has landed by then.
-        detail::check_cuda_call(cudaStreamSynchronize(p.stream()), "waiting for the reduction of the runs");
+        detail::wait_for_stream(p.stream(), "waiting for the reduction of the runs");
         unsigned long long count = 0;
         slot.take(p.stream(), &count, sizeof(count));
         runs = count;

@@ -224,6 +224,11 @@ MUTANTS = [
          defect="warp 0's fold of a few tile partials also combines the first lane past the partials",
          old="      if (lane + delta < count) value = static_cast<T>(op(value, other));",
          new="      if (lane + delta <= count) value = static_cast<T>(op(value, other));"),
+    dict(id="D23", kind="device", file=RUNTIME, tests=LIFECYCLE,
+         defect="a long wait for a result queries the stream in the thread's own capture mode, breaking another thread's capture in global mode",
+         old="""      relaxing_asked = true;
+      if (stream_not_captured(stream)) relaxed.emplace();""",
+         new="      relaxing_asked = true;"),
     dict(id="D19", kind="device", file=RUNTIME, tests=LIFECYCLE,
          defect="a thread's cached lease is trusted without checking the pool's generation",
          old="""    if (p.generation.load(std::memory_order_relaxed) != c.generation) return nullptr;

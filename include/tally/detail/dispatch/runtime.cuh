@@ -179,6 +179,12 @@ inline constexpr unsigned int default_fold_poll_limit = 4096;
 void set_fold_poll_limit(unsigned int polls);
 unsigned int fold_poll_limit();
 
+// Waits for the work on `stream` (cudaStreamSynchronize), checked, with this thread's capture
+// mode relaxed for the wait: while another thread captures a graph in global mode, a wait on a
+// stream that is not being captured is otherwise a forbidden call, which fails and invalidates
+// that thread's capture. `action` names the wait in the error.
+void wait_for_stream(cudaStream_t stream, const char* action);
+
 // ---- result slots -------------------------------------------------------------------------
 // The pinned result slots: slabs allocated, slots in them, slots free now (for tests).
 struct result_slot_counts {
@@ -201,7 +207,8 @@ class result_slot {
   // Returns, with the value's `bytes` in `value`, once the kernel launched on `stream` has
   // handed them over. Spins (the value arrives before the kernel has finished retiring);
   // after 0.2 ms it blocks in cudaStreamSynchronize only under cudaDeviceScheduleBlockingSync.
-  // A failed stream throws tally::cuda_error.
+  // The stream queries and waits of a long wait run in relaxed capture mode (wait_for_stream
+  // says why). A failed stream throws tally::cuda_error.
   void take(cudaStream_t stream, void* value, std::size_t bytes) const;
 
  private:
