@@ -1910,7 +1910,8 @@ void managed_memory_input() {
 // kernel, so that its result takes long enough for tally to ask the driver about the stream,
 // and B's reduce_by_key waits for its stream as Thrust's does: a capture in global mode
 // forbids such calls on other threads unless they relax their own mode, and a forbidden call
-// fails and invalidates the capture.
+// fails and invalidates the capture. The middle round runs under cudaDeviceScheduleBlockingSync,
+// where B's long wait blocks in cudaStreamSynchronize instead of asking cudaStreamQuery.
 void capture_in_global_mode_beside_direct_calls_on_other_threads() {
   seeded s(4001);
   note seed(s.trace());
@@ -1930,8 +1931,13 @@ void capture_in_global_mode_beside_direct_calls_on_other_threads() {
   const double patience = child_timeout() * 2 / 3;
   const int rounds = 3;
   const int fresh_per_round = 8;
+  unsigned int flags_before = 0;
+  LIFECYCLE_CUDA(cudaGetDeviceFlags(&flags_before));
+  const unsigned int schedule_before = flags_before & cudaDeviceScheduleMask;
   for (int round = 0; round < rounds; ++round) {
-    note at("round " + std::to_string(round));
+    const bool blocking = round == 1;
+    note at("round " + std::to_string(round) + (blocking ? " (blocking-sync schedule)" : ""));
+    LIFECYCLE_CUDA(cudaSetDeviceFlags(blocking ? unsigned(cudaDeviceScheduleBlockingSync) : schedule_before));
     // Everything B's own code needs is made before the capture: its only CUDA calls during
     // the capture are tally's.
     std::vector<std::unique_ptr<owned_stream>> fresh;
@@ -2000,6 +2006,7 @@ void capture_in_global_mode_beside_direct_calls_on_other_threads() {
       require_bits(out_i.read(capturing), captured.want_i, "the captured int sum");
     }
   }
+  LIFECYCLE_CUDA(cudaSetDeviceFlags(schedule_before));
 }
 #endif  // !TALLY_TEST_HOST_ONLY
 
