@@ -305,16 +305,23 @@ unsigned long long stream_id(cudaStream_t stream) {
   return id;
 }
 
-bool is_capturing(cudaStream_t stream) {
+// The stream's capture status: asked of the driver, and of the runtime only where the driver
+// cannot answer (so that an error names the runtime's call).
+cudaError_t capture_status(cudaStream_t stream, cudaStreamCaptureStatus& capture) {
   static_assert(int(CU_STREAM_CAPTURE_STATUS_ACTIVE) == int(cudaStreamCaptureStatusActive) &&
                 int(CU_STREAM_CAPTURE_STATUS_INVALIDATED) == int(cudaStreamCaptureStatusInvalidated));
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   const driver_entry_points& d = driver();
   CUstreamCaptureStatus asked = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (d.stream_is_capturing && d.stream_is_capturing(driver_stream(stream), &asked) == CUDA_SUCCESS)
+  if (d.stream_is_capturing && d.stream_is_capturing(driver_stream(stream), &asked) == CUDA_SUCCESS) {
     capture = static_cast<cudaStreamCaptureStatus>(asked);
-  else
-    check_cuda_call(cudaStreamIsCapturing(stream, &capture), "asking whether the policy's stream is being captured");
+    return cudaSuccess;
+  }
+  return cudaStreamIsCapturing(stream, &capture);
+}
+
+bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda_call(capture_status(stream, capture), "asking whether the policy's stream is being captured");
   if (capture == cudaStreamCaptureStatusInvalidated)
     throw_cuda_failure(cudaErrorStreamCaptureInvalidated, "enqueuing on a stream whose capture was invalidated");
   return capture == cudaStreamCaptureStatusActive;
@@ -923,16 +930,10 @@ unsigned int fold_poll_limit() { return fold_polls.load(std::memory_order_relaxe
 namespace {
 // Whether a wait on `stream` may run in relaxed capture mode: only where the stream itself is
 // not being captured. A wait on a capturing stream (active or invalidated) must still fail as
-// it would have, never wait for work that runs only when the graph is launched. Asked of the
-// driver, so that the runtime's last error is left as the application left it.
+// it would have, never wait for work that runs only when the graph is launched.
 bool stream_not_captured(cudaStream_t stream) {
-  const driver_entry_points& d = driver();
-  if (d.stream_is_capturing) {
-    CUstreamCaptureStatus asked = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    return d.stream_is_capturing(driver_stream(stream), &asked) == CUDA_SUCCESS && asked == CU_STREAM_CAPTURE_STATUS_NONE;
-  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
-  return cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone;
+  return capture_status(stream, capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone;
 }
 }  // namespace
 
