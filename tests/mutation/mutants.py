@@ -242,10 +242,14 @@ MUTANTS = [
          defect="the block tree over a column's plan warps takes them in order, not in bit-reversed order",
          old="    const unsigned w = reverse_bits(m, 3);",
          new="    const unsigned w = m;"),
-    dict(id="D22", kind="device", file=COLUMN_TILE, tests=MATRIX,
-         defect="a plan warp's subtree values sit at its tree's first leaves, not at their runs' first leaves",
+    # D22 (the subtree values at the tree's first leaves instead of their runs' first leaves) is
+    # gone: it was an equivalent mutant. Packed at the left, the values meet in the same perfect
+    # tree, with the same empty leaves skipped, as spread one a run: the same bits, which no test
+    # can tell apart (it survived on an H200 at 43d0416). D24 takes the runs out of order instead.
+    dict(id="D24", kind="device", file=COLUMN_TILE, tests=MATRIX,
+         defect="a plan warp's tree takes its subtrees' values in bit-reversed order, not in run order",
          old="      if ((leaf & (subtree_leaves - 1)) == 0) value[j] = subtree(leaf >> subtree_shift, ok[j]);",
-         new="      if (leaf < (warp_threads >> subtree_shift)) value[j] = subtree(leaf, ok[j]);"),
+         new="      if ((leaf & (subtree_leaves - 1)) == 0) value[j] = subtree(reverse_bits(leaf >> subtree_shift, 5 - subtree_shift), ok[j]);"),
     dict(id="D21", kind="device", file=COLUMN_KERNELS, tests=MATRIX,
          defect="a column's chain of tile partials skips its second partial (plans of more than 256 tiles)",
          old="for (std::uint64_t i = t + block_threads; i < tiles; i += block_threads)",
