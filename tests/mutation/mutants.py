@@ -58,6 +58,20 @@ LIFECYCLE = ["test_lifecycle"]
 COLUMN_TILE = "include/tally/detail/tile/column_tile.cuh"
 COLUMN_KERNELS = "include/tally/detail/kernels/column_kernels.cuh"
 MATRIX = ["test_matrix_device"]
+# The host backends of the segmented, by-key and matrix forms (the public headers' host paths):
+# test_segmented_host checks each segment, run, row and column against its own tally::reduce
+# on the host or an exact sum, with a nonzero init in the segments' and the integer rows' and
+# columns' checks, a leading dimension wider than the row, and enough elements for the host's
+# split over threads.
+SEGMENTED_REDUCE = "include/tally/segmented_reduce.cuh"
+REDUCE_BY_KEY = "include/tally/reduce_by_key.cuh"
+MATRIX_REDUCE = "include/tally/matrix_reduce.cuh"
+SEGMENTED_HOST = ["test_segmented_host"]
+# The extrema's choice among equal values (the first minimum, the first or last maximum, as in
+# Thrust and std::): shared by the host and the device, caught by test_extrema's host cases,
+# whose inputs hold many ties.
+EXTREMA = "include/tally/extrema.cuh"
+EXTREMA_TESTS = ["test_extrema"]
 
 MUTANTS = [
     # ---- host ----------------------------------------------------------------------------
@@ -127,6 +141,34 @@ MUTANTS = [
          defect="the plan's tile count rounds down: the last, partial tile is never reduced",
          old="plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0);",
          new="plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0 && n < plan.tile_items);"),
+    dict(id="H16", kind="host", file=SEGMENTED_REDUCE, tests=SEGMENTED_HOST,
+         defect="the host's split of segments over threads leaves each thread's last segment unwritten",
+         old="        for (std::uint64_t s = from; s < to; ++s) one(s);",
+         new="        for (std::uint64_t s = from; s + 1 < to; ++s) one(s);"),
+    dict(id="H17", kind="host", file=SEGMENTED_REDUCE, tests=SEGMENTED_HOST,
+         defect="each host segment starts from the accumulator's zero instead of init",
+         old="        host::reduce(segment_first, begins[s + 1] - begins[s], init, op, 1u, plan_vector_width_v<It>);",
+         new="        host::reduce(segment_first, begins[s + 1] - begins[s], T{}, op, 1u, plan_vector_width_v<It>);"),
+    dict(id="H18", kind="host", file=REDUCE_BY_KEY, tests=SEGMENTED_HOST,
+         defect="the host's reduce_by_key counts each run's first value twice",
+         old="        host::reduce(values_first + (b + 1), length - 1, static_cast<value_t>(values_first[b]), op, 1u,",
+         new="        host::reduce(values_first + b, length, static_cast<value_t>(values_first[b]), op, 1u,"),
+    dict(id="H19", kind="host", file=MATRIX_REDUCE, tests=SEGMENTED_HOST,
+         defect="the host's row sums step from row to row by the row's length, not the leading dimension",
+         old="          host::reduce(first + static_cast<std::ptrdiff_t>(s * l), c, init, op, 1u, plan_vector_width_v<It>);",
+         new="          host::reduce(first + static_cast<std::ptrdiff_t>(s * c), c, init, op, 1u, plan_vector_width_v<It>);"),
+    dict(id="H20", kind="host", file=MATRIX_REDUCE, tests=SEGMENTED_HOST,
+         defect="the host's column sums leave out each column's last row",
+         old="      out[static_cast<std::ptrdiff_t>(j)] = host::reduce(view + static_cast<std::ptrdiff_t>(j * r), r, init, op, 1u,",
+         new="      out[static_cast<std::ptrdiff_t>(j)] = host::reduce(view + static_cast<std::ptrdiff_t>(j * r), r - 1, init, op, 1u,"),
+    dict(id="H21", kind="host", file=EXTREMA, tests=EXTREMA_TESTS,
+         defect="of two equal candidates the extrema keep the later position, not the earlier",
+         old="    const bool a_wins_tie = (a.index < b.index) != LastOfEquals;",
+         new="    const bool a_wins_tie = (a.index > b.index) != LastOfEquals;"),
+    dict(id="H22", kind="host", file=EXTREMA, tests=EXTREMA_TESTS,
+         defect="a thread's own fold for a minimum takes a later equal element over the one it holds",
+         old="      return comp(b.value, a.value) ? b : a;",
+         new="      return comp(a.value, b.value) ? a : b;"),
     dict(id="H15", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
          defect="an empty lane contributes the accumulator's zero instead of being skipped",
          old="""  if (!other.valid) return;
