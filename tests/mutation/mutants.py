@@ -141,6 +141,13 @@ MUTANTS = [
          defect="the plan's tile count rounds down: the last, partial tile is never reduced",
          old="plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0);",
          new="plan.tiles = n / plan.tile_items + (n % plan.tile_items != 0 && n < plan.tile_items);"),
+    dict(id="H15", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
+         defect="an empty lane contributes the accumulator's zero instead of being skipped",
+         old="""  if (!other.valid) return;
+  into.value = into.valid ? static_cast<Acc>(op(into.value, other.value)) : other.value;""",
+         new="""  const Acc other_value = other.valid ? other.value : Acc{};
+  into.value = into.valid ? static_cast<Acc>(op(into.value, other_value)) : other_value;"""),
+    # ---- device --------------------------------------------------------------------------
     dict(id="H16", kind="host", file=SEGMENTED_REDUCE, tests=SEGMENTED_HOST,
          defect="the host's split of segments over threads leaves each thread's last segment unwritten",
          old="        for (std::uint64_t s = from; s < to; ++s) one(s);",
@@ -169,13 +176,6 @@ MUTANTS = [
          defect="a thread's own fold for a minimum takes a later equal element over the one it holds",
          old="      return comp(b.value, a.value) ? b : a;",
          new="      return comp(a.value, b.value) ? a : b;"),
-    dict(id="H15", kind="host", file=HOST_BACKEND, tests=HOST_TESTS,
-         defect="an empty lane contributes the accumulator's zero instead of being skipped",
-         old="""  if (!other.valid) return;
-  into.value = into.valid ? static_cast<Acc>(op(into.value, other.value)) : other.value;""",
-         new="""  const Acc other_value = other.valid ? other.value : Acc{};
-  into.value = into.valid ? static_cast<Acc>(op(into.value, other_value)) : other_value;"""),
-    # ---- device --------------------------------------------------------------------------
     dict(id="D01", kind="device", file=COMMUTATIVE_TILE, tests=SPECIAL_VALUES,
          defect="a step reads one chunk too few",
          old="""  __device__ __forceinline__ void fetch(const Loader& load, std::uint64_t step_begin) {
