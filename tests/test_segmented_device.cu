@@ -38,6 +38,8 @@ using namespace tally_test;
 
 class segmented_device : public device_test {};
 
+using wide_eight = cuda::std::tuple<double, double, double, double, double, double, double, double>;
+
 struct square {
   __host__ __device__ double operator()(float v) const { return double(v) * double(v); }
 };
@@ -139,6 +141,48 @@ TEST_F(segmented_device, long_segments_whole_and_split) {
   const thrust::host_vector<float> h_out = d_out;
   const std::vector<std::int64_t> begins(offsets.begin(), offsets.end() - 1), ends(offsets.begin() + 1, offsets.end());
   expect_segments(v, begins, ends, std::vector<float>(h_out.begin(), h_out.end()), -1.5f);
+}
+
+// More long segments than are split chain by chain: with an accumulator of 64 bytes the first
+// segmented_chain_bytes / (block_threads * 64) = 128 listed are split and the rest are reduced
+// whole, a block each; one-tile segments between them. Each segment against its own
+// tally::reduce, bit for bit, and its first field against an accurate sum.
+struct spread_to_eight {
+  __host__ __device__ wide_eight operator()(float x) const {
+    const double d = x;
+    return wide_eight(d, 2 * d, 3 * d, 4 * d, -d, d * d, 0.5 * d, d + 1);
+  }
+};
+TEST_F(segmented_device, more_long_segments_than_are_split) {
+  static_assert(tally::detail::segmented_chain_bytes / (tally::detail::block_threads * sizeof(wide_eight)) == 128);
+  seeded s(13);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::int64_t> offsets{0};
+  std::uniform_int_distribution<std::int64_t> long_size(8193, 3 * 8192), tile_size(1025, 8192);
+  for (int i = 0; i < 150; ++i) {
+    offsets.push_back(offsets.back() + long_size(s.rng));
+    if (i % 4 == 0) offsets.push_back(offsets.back() + tile_size(s.rng));
+  }
+  const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
+  auto v = random_values<float>(n, s.rng);
+  for (auto& x : v) x = std::abs(x) + 0.25f;
+  const thrust::device_vector<float> d_v(v.begin(), v.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  const auto wide = thrust::make_transform_iterator(d_v.begin(), spread_to_eight{});
+  const wide_eight init(-1.0, 0, 0, 0, 0, 0, 0, 2.0);
+  thrust::device_vector<wide_eight> d_out(segments, wide_eight(-7, -7, -7, -7, -7, -7, -7, -7));
+  tally::segmented_reduce(tally::device, wide, d_offsets.begin(), d_offsets.end(), d_out.begin(), init,
+                          tally::plus<>{});
+  const thrust::host_vector<wide_eight> h_out = d_out;
+  for (std::size_t i = 0; i < segments; ++i) {
+    const wide_eight alone =
+        tally::reduce(tally::device, wide + offsets[i], wide + offsets[i + 1], init, tally::plus<>{});
+    ASSERT_EQ(std::memcmp(&alone, &h_out[i], sizeof(wide_eight)), 0) << "segment " << i << " against tally::reduce";
+    std::vector<double> first(v.begin() + offsets[i], v.begin() + offsets[i + 1]);
+    ASSERT_TRUE(sum_is_near(cuda::std::get<0>(h_out[i]), reference_sum<double>(first, 0, first.size(), -1.0),
+                            sum_error_bound(first, 0, first.size(), -1.0)))
+        << "segment " << i;
+  }
 }
 
 // One segment over 2^24 + 3 doubles: tiles of two steps (the plan's longest-tile case), split.

@@ -54,7 +54,7 @@ segmented_scratch_shape commutative_segmented_shape(const segment_count_source& 
   shape.split_max = segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
   if (shape.split_max > count.id_room) shape.split_max = count.id_room;
   shape.taken_bytes = 64;
-  shape.starts_bytes = round_up_64(std::size_t(shape.split_max + 1) * sizeof(std::uint64_t));
+  shape.starts_bytes = round_up_64(std::size_t(shape.split_max) * sizeof(std::uint64_t));
   shape.map_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(unsigned int));
   shape.chain_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(Acc));
   shape.id_bytes = round_up_64(std::size_t(count.id_room) * sizeof(unsigned int));
@@ -88,6 +88,8 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   lists.ids = reinterpret_cast<unsigned int*>(carve(shape.id_bytes));
   lists.block_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::block_segments_byte);
   lists.long_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::long_segments_byte);
+  if (may_be_long)
+    lists.chain_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::split_chains_byte);
   lists.split_max = shape.split_max;
   lists.segments = count.segments;
   lists.id_room = count.id_room;
@@ -104,9 +106,7 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   const std::uint64_t blocks_needed = (warps_needed + block_threads / warp_threads - 1) / (block_threads / warp_threads);
   const cudaStream_t stream = policy.stream();
   launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads, stream, device,
-                         first, bounds, init, op, out, lists, group,
-                         may_be_long ? reinterpret_cast<unsigned int*>(control_bytes_of + control_word::segment_tickets_byte)
-                                     : nullptr);
+                         first, bounds, init, op, out, lists, group);
   if (may_be_long) {
     launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
                              bounds, init, op, out, lists, chains);

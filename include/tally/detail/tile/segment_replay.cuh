@@ -139,7 +139,10 @@ __device__ __forceinline__ Acc segment_by_warp(const Loader& load, std::uint64_t
 // A segment of at most one step (block_segment_max<VW> elements: the plan's one tile of one
 // step), by one whole warp; lane 0 returns op(init, total). On pass w the lanes are the plan's
 // warp w: each folds its chunks u = 0, 1, ... (at (u * block_threads + thread) * VW) below n in
-// order, all of them read first, so that a lane has its loads in flight together.
+// order. A plan thread holds `held` chunks at most (a power of two): where that is fewer than a
+// step's loads_per_step, the chunks of loads_per_step / held passes are read together, so that
+// a lane has loads_per_step loads in flight whatever the segment's size (a segment of half a
+// step takes four rounds of reads, not eight).
 template <class Acc, int VW, class Loader, class Op>
 __device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
   constexpr unsigned warps = block_threads / warp_threads;
@@ -149,32 +152,41 @@ __device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uin
   const unsigned passes = n >= std::uint64_t(block_threads) * VW
                               ? warps
                               : unsigned((n + std::uint64_t(warp_threads) * VW - 1) / (std::uint64_t(warp_threads) * VW));
+  // Positions within a step fit in 32 bits: fewer registers for the eight slots' offsets.
+  const unsigned size = unsigned(n);
+  unsigned held = 1;
+  while (held < unsigned(loads_per_step) && held * unsigned(block_threads * VW) < size) held *= 2;
+  // Slot k of a round of reads: pass w0 + k / held, chunk k % held.
+  const unsigned shift = unsigned(__ffs(int(held))) - 1u;
+  const auto slot_begin = [&](unsigned w0, int k) {
+    const unsigned thread = (w0 + (unsigned(k) >> shift)) * warp_threads + lane;
+    return ((unsigned(k) & (held - 1)) * block_threads + thread) * unsigned(VW);
+  };
   replayed_block<Acc> block;
-  for (unsigned w = 0; w < passes; ++w) {
-    const std::uint64_t thread = std::uint64_t(w) * warp_threads + lane;
+  for (unsigned w0 = 0; w0 < passes; w0 += unsigned(loads_per_step) / held) {
     value_t chunks[loads_per_step][VW];
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
-      const std::uint64_t begin = (std::uint64_t(u) * block_threads + thread) * VW;
-      if (begin + VW <= n) load.chunk(begin, chunks[u]);
+    for (int k = 0; k < loads_per_step; ++k) {
+      const unsigned begin = slot_begin(w0, k);
+      if (begin + VW <= size) load.chunk(begin, chunks[k]);
     }
     Acc acc{};
     bool valid = false;
 #pragma unroll
-    for (int u = 0; u < loads_per_step; ++u) {
-      const std::uint64_t begin = (std::uint64_t(u) * block_threads + thread) * VW;
-      if (begin + VW <= n) {
+    for (int k = 0; k < loads_per_step; ++k) {
+      const unsigned begin = slot_begin(w0, k);
+      if (begin + VW <= size) {
 #pragma unroll
         for (int j = 0; j < VW; ++j) {
           if (!valid && j == 0) {
-            acc = static_cast<Acc>(chunks[u][0]);
+            acc = static_cast<Acc>(chunks[k][0]);
             valid = true;
           } else {
-            fold_into(acc, chunks[u][j], op);
+            fold_into(acc, chunks[k][j], op);
           }
         }
-      } else if (begin < n) {  // the chunk that straddles n: the thread's last
-        for (std::uint64_t i = begin; i < n; ++i) {
+      } else if (begin < size) {  // the chunk that straddles n: the thread's last
+        for (unsigned i = begin; i < size; ++i) {
           if (!valid) {
             acc = static_cast<Acc>(load.element(i));
             valid = true;
@@ -183,8 +195,13 @@ __device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uin
           }
         }
       }
+      if ((unsigned(k) & (held - 1)) == held - 1) {  // pass w's last chunk: its warp is done
+        const unsigned w = w0 + (unsigned(k) >> shift);
+        if (w < passes) block.add_warp(w, acc, valid, op);
+        acc = Acc{};
+        valid = false;
+      }
     }
-    block.add_warp(w, acc, valid, op);
   }
   return block.result(init, op);
 }
