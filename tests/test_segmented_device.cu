@@ -145,8 +145,10 @@ TEST_F(segmented_device, long_segments_whole_and_split) {
 
 // More long segments than are split chain by chain: with an accumulator of 64 bytes the first
 // segmented_chain_bytes / (block_threads * 64) = 128 listed are split and the rest are reduced
-// whole, a block each; one-tile segments between them. Each segment against its own
-// tally::reduce, bit for bit, and its first field against an accurate sum.
+// whole, a block each; one-tile segments between them. 80,000 tiny segments before them make the
+// first launch give a warp several segments a pass (segments_by_size_kernel's group), so that a
+// warp lists several long ones at once. Every segment against the host backend bit for bit, each
+// long one against its own tally::reduce, and every first field against an accurate sum.
 struct spread_to_eight {
   __host__ __device__ wide_eight operator()(float x) const {
     const double d = x;
@@ -158,10 +160,11 @@ TEST_F(segmented_device, more_long_segments_than_are_split) {
   seeded s(13);
   SCOPED_TRACE(s.trace());
   std::vector<std::int64_t> offsets{0};
-  std::uniform_int_distribution<std::int64_t> long_size(8193, 3 * 8192), tile_size(1025, 8192);
+  std::uniform_int_distribution<std::int64_t> tiny_size(0, 3), long_size(8193, 3 * 8192), tile_size(1025, 8192);
+  for (int i = 0; i < 80000; ++i) offsets.push_back(offsets.back() + tiny_size(s.rng));
   for (int i = 0; i < 150; ++i) {
     offsets.push_back(offsets.back() + long_size(s.rng));
-    if (i % 4 == 0) offsets.push_back(offsets.back() + tile_size(s.rng));
+    if (i % 8 == 7) offsets.push_back(offsets.back() + tile_size(s.rng));
   }
   const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
   auto v = random_values<float>(n, s.rng);
@@ -174,14 +177,19 @@ TEST_F(segmented_device, more_long_segments_than_are_split) {
   tally::segmented_reduce(tally::device, wide, d_offsets.begin(), d_offsets.end(), d_out.begin(), init,
                           tally::plus<>{});
   const thrust::host_vector<wide_eight> h_out = d_out;
+  std::vector<wide_eight> on_host(segments, wide_eight(-9, -9, -9, -9, -9, -9, -9, -9));
+  tally::segmented_reduce(tally::host, thrust::make_transform_iterator(v.begin(), spread_to_eight{}), offsets.begin(),
+                          offsets.end(), on_host.begin(), init, tally::plus<>{});
   for (std::size_t i = 0; i < segments; ++i) {
-    const wide_eight alone =
-        tally::reduce(tally::device, wide + offsets[i], wide + offsets[i + 1], init, tally::plus<>{});
-    ASSERT_EQ(std::memcmp(&alone, &h_out[i], sizeof(wide_eight)), 0) << "segment " << i << " against tally::reduce";
-    std::vector<double> first(v.begin() + offsets[i], v.begin() + offsets[i + 1]);
+    ASSERT_EQ(std::memcmp(&on_host[i], &h_out[i], sizeof(wide_eight)), 0) << "segment " << i << " against the host";
+    const std::vector<double> first(v.begin() + offsets[i], v.begin() + offsets[i + 1]);
     ASSERT_TRUE(sum_is_near(cuda::std::get<0>(h_out[i]), reference_sum<double>(first, 0, first.size(), -1.0),
                             sum_error_bound(first, 0, first.size(), -1.0)))
         << "segment " << i;
+    if (first.size() <= 1024) continue;
+    const wide_eight alone =
+        tally::reduce(tally::device, wide + offsets[i], wide + offsets[i + 1], init, tally::plus<>{});
+    ASSERT_EQ(std::memcmp(&alone, &h_out[i], sizeof(wide_eight)), 0) << "segment " << i << " against tally::reduce";
   }
 }
 

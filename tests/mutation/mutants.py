@@ -37,6 +37,7 @@ ATOMIC_KERNELS = "include/tally/detail/kernels/atomic_kernels.cuh"
 # bit depends on the tree).
 SEGMENT_REPLAY = "include/tally/detail/tile/segment_replay.cuh"
 SEGMENTED = ["test_segmented_device"]
+SEGMENTED_KERNELS = "include/tally/detail/kernels/segmented_kernels.cuh"
 # The combine of reductions over several GPUs (tally::tally_nccl): caught by test_distributed on
 # a machine with two GPUs (kind two_devices).
 SHARD_KERNELS = "include/tally/detail/kernels/shard_kernels.cuh"
@@ -258,6 +259,18 @@ MUTANTS = [
          defect="a lane replaying its small segment's lane tree takes the chunks in lane order, not bit-reversed",
          old="const unsigned lane = bits == 0 ? 0u : __brev(K) >> (32u - bits);",
          new="const unsigned lane = bits == 0 ? 0u : K;"),
+    dict(id="D25", kind="device", file=SEGMENTED_KERNELS, tests=SEGMENTED,
+         defect="the block scan numbering the split segments' chains leaves each lane's left neighbour out of its sum",
+         old="    if (lane >= delta) inclusive += other;",
+         new="    if (lane > delta) inclusive += other;"),
+    dict(id="D26", kind="device", file=SEGMENTED_KERNELS, tests=SEGMENTED,
+         defect="the long segments beyond the split ones are not reduced",
+         old="  const std::uint64_t whole = lists.long_segments() - split;",
+         new="  const std::uint64_t whole = 0 * (lists.long_segments() - split);"),
+    dict(id="D27", kind="device", file=SEGMENT_REPLAY, tests=SEGMENTED,
+         defect="a warp replaying a one-tile segment reads a round's slots as chunk k / held of pass k % held",
+         old="    const unsigned thread = (w0 + (unsigned(k) >> shift)) * warp_threads + lane;\n    return ((unsigned(k) & (held - 1)) * block_threads + thread) * unsigned(VW);",
+         new="    const unsigned thread = (w0 + (unsigned(k) & (held - 1))) * warp_threads + lane;\n    return ((unsigned(k) >> shift) * block_threads + thread) * unsigned(VW);"),
     dict(id="D17", kind="device", file=WARP, tests=BUILDING_BLOCKS,
          defect="the block tree's last stage, evaluated by one thread, combines each pair right operand first",
          old="    return static_cast<T>(op(left, right));",

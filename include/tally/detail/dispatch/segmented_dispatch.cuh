@@ -19,11 +19,6 @@ namespace tally::detail {
 // A segmented reduction keeps each long segment's chains in shared memory (block_threads of
 // them) while it folds them; wider accumulators would take too much of it.
 inline constexpr std::size_t segmented_max_accumulator_bytes = 64;
-// Scratch for the chains of split segments (block_threads accumulators each): the first
-// segmented_chain_bytes / (block_threads * sizeof(Acc)) long segments (2048 of floats) are split
-// chain by chain over blocks, the rest reduced a block each, which is as fast once they are that
-// many.
-inline constexpr std::uint64_t segmented_chain_bytes = std::uint64_t(2) << 20;
 
 inline std::size_t round_up_64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -36,13 +31,13 @@ struct segment_count_source {
   std::uint64_t id_room = 0;
 };
 
-// The scratch of the commutative launches: the counts taken, the chain numbers, map and chains of
-// the split segments, then room for the ids.
+// The scratch of the commutative launches: the counts taken, the sizes, chain numbers, map and
+// chains of the split segments, then room for the ids.
 struct segmented_scratch_shape {
   bool may_be_long = false;  // some segment may be longer than a warp reduces: the lists and later launches
   std::uint64_t split_max = 0;
-  std::size_t taken_bytes = 0, starts_bytes = 0, map_bytes = 0, chain_bytes = 0, id_bytes = 0;
-  std::size_t total() const { return taken_bytes + starts_bytes + map_bytes + chain_bytes + id_bytes; }
+  std::size_t taken_bytes = 0, sizes_bytes = 0, starts_bytes = 0, map_bytes = 0, chain_bytes = 0, id_bytes = 0;
+  std::size_t total() const { return taken_bytes + sizes_bytes + starts_bytes + map_bytes + chain_bytes + id_bytes; }
 };
 
 template <class Acc, int VW>
@@ -51,10 +46,11 @@ segmented_scratch_shape commutative_segmented_shape(const segment_count_source& 
   const bool may_be_long = longest == 0 || longest > warp_segment_max<VW>;
   if (!may_be_long) return shape;
   shape.may_be_long = true;
-  shape.split_max = segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
+  shape.split_max = segment_split_capacity<Acc>;
   if (shape.split_max > count.id_room) shape.split_max = count.id_room;
   shape.taken_bytes = 64;
-  shape.starts_bytes = round_up_64(std::size_t(shape.split_max) * sizeof(std::uint64_t));
+  shape.sizes_bytes = round_up_64(std::size_t(shape.split_max) * sizeof(std::uint64_t));
+  shape.starts_bytes = round_up_64(std::size_t(shape.split_max + 1) * sizeof(std::uint64_t));
   shape.map_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(unsigned int));
   shape.chain_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(Acc));
   shape.id_bytes = round_up_64(std::size_t(count.id_room) * sizeof(unsigned int));
@@ -73,6 +69,7 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto long_ones = &long_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto split_ones = &split_segments_kernel<Acc, vw, Bounds, Op, OutIt>;
+  constexpr auto numbering = &number_split_chains_kernel<Acc, vw, Op>;
   const bool may_be_long = shape.may_be_long;
   auto* control_bytes_of = reinterpret_cast<unsigned char*>(scratch.control);
   const auto carve = [&at](std::size_t bytes) {
@@ -82,14 +79,13 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   };
   segment_lists lists;
   lists.taken = reinterpret_cast<std::uint64_t*>(carve(shape.taken_bytes));
+  lists.split_sizes = reinterpret_cast<std::uint64_t*>(carve(shape.sizes_bytes));
   lists.chain_starts = reinterpret_cast<std::uint64_t*>(carve(shape.starts_bytes));
   lists.chain_segment = reinterpret_cast<unsigned int*>(carve(shape.map_bytes));
   Acc* chains = reinterpret_cast<Acc*>(carve(shape.chain_bytes));
   lists.ids = reinterpret_cast<unsigned int*>(carve(shape.id_bytes));
   lists.block_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::block_segments_byte);
   lists.long_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::long_segments_byte);
-  if (may_be_long)
-    lists.chain_count = reinterpret_cast<unsigned long long*>(control_bytes_of + control_word::split_chains_byte);
   lists.split_max = shape.split_max;
   lists.segments = count.segments;
   lists.id_room = count.id_room;
@@ -108,6 +104,7 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads, stream, device,
                          first, bounds, init, op, out, lists, group);
   if (may_be_long) {
+    launch_kernel<numbering>(1, block_threads, stream, device, lists);
     launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
                              bounds, init, op, out, lists, chains);
     // At least one block: the device may count no segment to split, and the launch is cheap.

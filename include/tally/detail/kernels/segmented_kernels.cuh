@@ -6,11 +6,11 @@
 //                            warp_threads * VW (several such segments per warp at once, or
 //                            each lane its own where their sizes differ); the
 //                            warp one of at most block_threads * VW. Longer ones go to two
-//                            lists in the scratch: one-tile segments and long ones. The warp
-//                            that lists one of the first long segments also numbers its chains
-//                            (the plan's fold of tile partials is block_threads chains, each
-//                            computable apart), so that the next launch can give each chain a
-//                            block
+//                            lists in the scratch: one-tile segments and long ones, with the
+//                            sizes of the first long segments
+//   number_split_chains_kernel  one block numbers the chains of those segments (the plan's fold
+//                            of tile partials is block_threads chains, each computable apart),
+//                            so that the next launch can give each chain a block
 //   long_segments_kernel     a block per unit of work: a chain of a split segment, a long
 //                            segment beyond those (whole, its chains in shared memory), or
 //                            eight one-tile segments, a warp each
@@ -41,22 +41,29 @@
 
 namespace tally::detail {
 
+// Scratch for the chains of split segments (block_threads accumulators each): the first
+// segmented_chain_bytes / (block_threads * sizeof(Acc)) long segments (2048 of floats) are split
+// chain by chain over blocks, the rest reduced a block each, which is as fast once they are that
+// many.
+inline constexpr std::uint64_t segmented_chain_bytes = std::uint64_t(2) << 20;
+template <class Acc>
+inline constexpr std::uint64_t segment_split_capacity =
+    segmented_chain_bytes / (std::uint64_t(block_threads) * sizeof(Acc));
+
 // Where the first kernel leaves the segments it does not reduce: ids of one-tile segments from
-// the front of `ids`, of long ones from the back (together at most all S), counted in words of
-// the control block, with the chains of the split segments (the first split_max long ones): the
-// warp that lists such a segment reserves its chains' numbers (chain_starts) and maps each chain
-// back to it (chain_segment). No block waits for the others, and no block numbers the lists
-// afterwards: the next launch reads the counts (its grid starts once the first has finished)
-// and its block 0 copies them into `taken`; the last launch, which reads only `taken`, leaves the
-// words 0 for the next call (a call whose launches failed has its control block zeroed by its
-// lease).
+// the front of `ids`, of long ones from the back (together at most all S), counted in two words
+// of the control block, and the sizes of the split ones (the first split_max long ones). No block
+// of it waits for the others: the numbering launch after it moves the counts into `taken`, zeroes
+// the words for the next call (a call whose launches failed has its control block zeroed by its
+// lease), numbers the chains of the split segments (chain_starts) and maps each chain to its
+// segment.
 struct segment_lists {
   unsigned int* ids = nullptr;  // room for S ids
   unsigned long long* block_count = nullptr;
   unsigned long long* long_count = nullptr;
-  unsigned long long* chain_count = nullptr;  // null where no segment can be long
   std::uint64_t* taken = nullptr;         // [0] one-tile segments, [1] long ones, [2] chains
-  std::uint64_t* chain_starts = nullptr;  // split_max entries
+  std::uint64_t* chain_starts = nullptr;  // split_max + 1 entries
+  std::uint64_t* split_sizes = nullptr;   // split_max entries: split segment m's size
   unsigned int* chain_segment = nullptr;  // split_max * block_threads entries: chain -> split segment
   std::uint64_t split_max = 0;            // long segments split chain by chain, at most
   std::uint64_t segments = 0;             // S, or where the device counts them, at most S
@@ -68,9 +75,13 @@ struct segment_lists {
   // Reserves `add` places in a list; returns the first.
   __device__ std::uint64_t take(unsigned long long* word, unsigned add) const { return atomicAdd(word, add); }
   __device__ unsigned int long_id(std::uint64_t m) const { return ids[id_room - 1 - m]; }
-  // A count the first launch took, read from its word (the second launch) or from `taken`.
-  __device__ static std::uint64_t counted(const unsigned long long* word) { return __ldcg(word); }
-  __device__ std::uint64_t split_of(std::uint64_t longs) const { return longs < split_max ? longs : split_max; }
+  __device__ std::uint64_t block_segments() const { return taken[0]; }
+  __device__ std::uint64_t long_segments() const { return taken[1]; }
+  __device__ std::uint64_t split_count() const {
+    const std::uint64_t longs = long_segments();
+    return longs < split_max ? longs : split_max;
+  }
+  __device__ std::uint64_t split_chains() const { return taken[2]; }
 };
 
 // Chains of the plan's fold of a segment's tile partials that hold any partial.
@@ -188,36 +199,6 @@ __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bou
   }
 }
 
-// The warp's long segments that are split (`split`: their list place m is below split_max) take
-// chains_of(their plan) consecutive chain numbers each, reserved for the warp by one atomic:
-// chain_starts[m] is the first, and chain_segment maps each back to m, so that a block of the
-// next launch finds its work in one read. Every lane calls it. Out of line: few warps list long
-// segments, and the first launch's loop keeps its few registers.
-template <int VW, class Op>
-__device__ __noinline__ void number_split_chains(unsigned long long* chain_count, std::uint64_t* chain_starts,
-                                                 unsigned int* chain_segment, bool split, std::uint64_t size,
-                                                 std::uint64_t m) {
-  const unsigned lane = threadIdx.x % warp_threads;
-  const unsigned chains = split ? unsigned(chains_of(make_plan(size, VW, plan_max_tiles_for<Op>))) : 0u;
-  unsigned inclusive = chains;  // at most warp_threads * block_threads in all
-  for (unsigned delta = 1; delta < warp_threads; delta *= 2) {
-    const unsigned other = __shfl_up_sync(tally::warp::full_mask, inclusive, delta);
-    if (lane >= delta) inclusive += other;
-  }
-  const unsigned total = __shfl_sync(tally::warp::full_mask, inclusive, warp_threads - 1);
-  unsigned long long base = 0;
-  if (lane == 0 && total != 0) base = atomicAdd(chain_count, static_cast<unsigned long long>(total));
-  const std::uint64_t start = __shfl_sync(tally::warp::full_mask, base, 0) + (inclusive - chains);
-  if (split) chain_starts[m] = start;
-  for (unsigned mask = __ballot_sync(tally::warp::full_mask, split); mask != 0; mask &= mask - 1) {
-    const unsigned source = unsigned(__ffs(mask)) - 1u;
-    const std::uint64_t from = __shfl_sync(tally::warp::full_mask, start, source);
-    const unsigned count = __shfl_sync(tally::warp::full_mask, chains, source);
-    const auto place = static_cast<unsigned int>(__shfl_sync(tally::warp::full_mask, m, source));
-    for (unsigned c = lane; c < count; c += warp_threads) chain_segment[from + c] = place;
-  }
-}
-
 // The first launch's loop is a chain of dependent reads (bounds, then values); its speed is the
 // number of warps that wait at once, so it is held to 32 registers a thread: every warp slot of
 // an SM filled.
@@ -269,14 +250,87 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     const unsigned below = (1u << lane) - 1u;
     if (by_block) lists.ids[block_base + __popc(block_lanes & below)] = static_cast<unsigned int>(s);
     const std::uint64_t long_place = long_base + __popc(long_lanes & below);
-    if (is_long) lists.ids[lists.id_room - 1 - long_place] = static_cast<unsigned int>(s);
-    if (long_lanes != 0 && lists.chain_count != nullptr)
-      number_split_chains<VW, Op>(lists.chain_count, lists.chain_starts, lists.chain_segment,
-                                  is_long && long_place < lists.split_max, mine.size, long_place);
+    if (is_long) {
+      lists.ids[lists.id_room - 1 - long_place] = static_cast<unsigned int>(s);
+      if (long_place < lists.split_max) lists.split_sizes[long_place] = mine.size;
+    }
     const unsigned wide_lanes = __ballot_sync(tally::warp::full_mask, by_lanes || by_warp);
     if (wide_lanes != 0)
       reduce_wide_segments<Acc, VW, It, V>(first, bounds, mine, by_lanes, by_warp, first_segment, init, op, out);
   }
+}
+
+// The exclusive sum of every thread's `value` before its own in the block, and the block's total.
+// Every thread calls it.
+__device__ __forceinline__ std::uint32_t block_exclusive_sum(std::uint32_t value, std::uint32_t& total) {
+  constexpr unsigned warps = block_threads / warp_threads;
+  __shared__ std::uint32_t warp_sums[warps];
+  const unsigned lane = threadIdx.x % warp_threads, warp = threadIdx.x / warp_threads;
+  std::uint32_t inclusive = value;
+  for (unsigned delta = 1; delta < warp_threads; delta *= 2) {
+    const std::uint32_t other = __shfl_up_sync(tally::warp::full_mask, inclusive, delta);
+    if (lane >= delta) inclusive += other;
+  }
+  if (lane == warp_threads - 1) warp_sums[warp] = inclusive;
+  __syncthreads();
+  std::uint32_t before = 0;
+  total = 0;
+  for (unsigned w = 0; w < warps; ++w) {
+    if (w < warp) before += warp_sums[w];
+    total += warp_sums[w];
+  }
+  return before + inclusive - value;
+}
+
+// One block, between the first launch and the second, once every block of the first has listed
+// its segments: takes the counts (segment_lists), then numbers the chains of the split segments:
+// chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each thread a run of
+// consecutive segments, then a block scan of the runs' sums), and chain_segment maps each chain
+// back to its segment, a warp a segment, so that a block of the next launch finds its work in one
+// read. A launch of its own: the last block of the first launch doing it, after a ticket and a
+// fence, held every call of the first launch back (and its code, the first launch's loop).
+template <class Acc, int VW, class Op>
+__global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segment_lists lists) {
+  wait_for_prior_grid();
+  __shared__ std::uint32_t chain_start[segment_split_capacity<Acc> + 1];
+  __shared__ std::uint64_t counts[2];
+  if (threadIdx.x == 0) {
+    counts[0] = __ldcg(lists.block_count);
+    counts[1] = __ldcg(lists.long_count);
+    lists.taken[0] = counts[0];
+    lists.taken[1] = counts[1];
+    *lists.block_count = 0;
+    *lists.long_count = 0;
+  }
+  __syncthreads();
+  const std::uint64_t split = counts[1] < lists.split_max ? counts[1] : lists.split_max;
+  const std::uint64_t per_thread = (split + block_threads - 1) / block_threads;
+  const std::uint64_t from = threadIdx.x * per_thread;
+  const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
+  std::uint32_t mine = 0;
+  for (std::uint64_t m = from; m < to; ++m) {
+    const auto chains = static_cast<std::uint32_t>(chains_of(make_plan(__ldcg(lists.split_sizes + m), VW, plan_max_tiles_for<Op>)));
+    chain_start[m] = chains;
+    mine += chains;
+  }
+  std::uint32_t total = 0;
+  std::uint32_t running = block_exclusive_sum(mine, total);
+  for (std::uint64_t m = from; m < to; ++m) {
+    const std::uint32_t chains = chain_start[m];
+    chain_start[m] = running;
+    lists.chain_starts[m] = running;
+    running += chains;
+  }
+  if (threadIdx.x == 0) {
+    chain_start[split] = total;
+    lists.chain_starts[split] = total;
+    lists.taken[2] = total;
+  }
+  __syncthreads();
+  const unsigned lane = threadIdx.x % warp_threads;
+  for (std::uint64_t m = threadIdx.x / warp_threads; m < split; m += block_threads / warp_threads)
+    for (std::uint32_t c = chain_start[m] + lane; c < chain_start[m + 1]; c += warp_threads)
+      lists.chain_segment[c] = static_cast<unsigned int>(m);
 }
 
 
@@ -509,17 +563,10 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   __shared__ alignas(Acc) unsigned char chain_bytes[block_threads * sizeof(Acc)];
   Acc* const block_chains = reinterpret_cast<Acc*>(chain_bytes);
-  // The first launch's counts, kept in `taken` for the last launch, which clears the words.
-  const std::uint64_t block_segments = segment_lists::counted(lists.block_count);
-  const std::uint64_t longs = segment_lists::counted(lists.long_count);
-  const std::uint64_t split_chains = segment_lists::counted(lists.chain_count);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    lists.taken[0] = block_segments;
-    lists.taken[1] = longs;
-    lists.taken[2] = split_chains;
-  }
-  const std::uint64_t split = lists.split_of(longs);
-  const std::uint64_t whole = longs - split;
+  const std::uint64_t block_segments = lists.block_segments();
+  const std::uint64_t split = lists.split_count();
+  const std::uint64_t whole = lists.long_segments() - split;
+  const std::uint64_t split_chains = lists.split_chains();
   constexpr unsigned warps_per_block = block_threads / warp_threads;
   const std::uint64_t one_tile_units = (block_segments + warps_per_block - 1) / warps_per_block;
   const std::uint64_t units = whole + split_chains + one_tile_units;
@@ -581,13 +628,7 @@ __global__ void __launch_bounds__(block_threads)
     split_segments_kernel(Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists, const Acc* chains) {
   wait_for_prior_grid();
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
-  const std::uint64_t split = lists.split_of(lists.taken[1]);
-  // The counts' words, read only by the launch before this one: 0 again for the next call.
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *lists.block_count = 0;
-    *lists.long_count = 0;
-    *lists.chain_count = 0;
-  }
+  const std::uint64_t split = lists.split_count();
   for (std::uint64_t m = blockIdx.x; m < split; m += gridDim.x) {
     const unsigned int s = lists.long_id(m);
     const reduction_plan plan = make_plan(bounds(s).size, VW, plan_max_tiles_for<Op>);
