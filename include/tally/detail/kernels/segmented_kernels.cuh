@@ -286,13 +286,12 @@ __device__ __forceinline__ std::uint32_t block_exclusive_sum(std::uint32_t value
 // its segments: takes the counts (segment_lists), then numbers the chains of the split segments:
 // chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each thread a run of
 // consecutive segments, then a block scan of the runs' sums), and chain_segment maps each chain
-// back to its segment, a warp a segment, so that a block of the next launch finds its work in one
-// read. A launch of its own: the last block of the first launch doing it, after a ticket and a
+// back to its segment, so that a block of the next launch finds its work in one read. A launch of its own: the last block of the first launch doing it, after a ticket and a
 // fence, held every call of the first launch back (and its code, the first launch's loop).
 template <class Acc, int VW, class Op>
 __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segment_lists lists) {
   wait_for_prior_grid();
-  __shared__ std::uint32_t chain_start[segment_split_capacity<Acc> + 1];
+  __shared__ std::uint32_t chain_start[segment_split_capacity<Acc>];  // each split segment's chains
   __shared__ std::uint64_t counts[2];
   if (threadIdx.x == 0) {
     counts[0] = __ldcg(lists.block_count);
@@ -315,22 +314,32 @@ __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segm
   }
   std::uint32_t total = 0;
   std::uint32_t running = block_exclusive_sum(mine, total);
-  for (std::uint64_t m = from; m < to; ++m) {
-    const std::uint32_t chains = chain_start[m];
-    chain_start[m] = running;
-    lists.chain_starts[m] = running;
+  // The map: each thread writes the chains of its own segments, and a warp together those of a
+  // segment of more than warp_threads chains (one segment's 256 chains would take one thread
+  // 256 stores). The trip count is the block's, so that every lane takes part in the ballots.
+  const unsigned lane = threadIdx.x % warp_threads;
+  for (std::uint64_t k = 0; k < per_thread; ++k) {
+    const std::uint64_t m = from + k;
+    const bool has = m < to;
+    const std::uint32_t chains = has ? chain_start[m] : 0u;
+    const std::uint32_t start = running;
     running += chains;
+    if (has) lists.chain_starts[m] = start;
+    const bool wide = chains > warp_threads;
+    if (has && !wide)
+      for (std::uint32_t c = 0; c < chains; ++c) lists.chain_segment[start + c] = static_cast<unsigned int>(m);
+    for (unsigned mask = __ballot_sync(tally::warp::full_mask, wide); mask != 0; mask &= mask - 1) {
+      const unsigned source = unsigned(__ffs(int(mask))) - 1u;
+      const std::uint32_t first_chain = __shfl_sync(tally::warp::full_mask, start, source);
+      const std::uint32_t count = __shfl_sync(tally::warp::full_mask, chains, source);
+      const auto place = static_cast<unsigned int>(__shfl_sync(tally::warp::full_mask, m, source));
+      for (std::uint32_t c = lane; c < count; c += warp_threads) lists.chain_segment[first_chain + c] = place;
+    }
   }
   if (threadIdx.x == 0) {
-    chain_start[split] = total;
     lists.chain_starts[split] = total;
     lists.taken[2] = total;
   }
-  __syncthreads();
-  const unsigned lane = threadIdx.x % warp_threads;
-  for (std::uint64_t m = threadIdx.x / warp_threads; m < split; m += block_threads / warp_threads)
-    for (std::uint32_t c = chain_start[m] + lane; c < chain_start[m + 1]; c += warp_threads)
-      lists.chain_segment[c] = static_cast<unsigned int>(m);
 }
 
 
