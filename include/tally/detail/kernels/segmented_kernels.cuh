@@ -286,8 +286,9 @@ __device__ __forceinline__ std::uint32_t block_exclusive_sum(std::uint32_t value
 // its segments: takes the counts (segment_lists), then numbers the chains of the split segments:
 // chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each thread a run of
 // consecutive segments, then a block scan of the runs' sums), and chain_segment maps each chain
-// back to its segment, so that a block of the next launch finds its work in one read. A launch of its own: the last block of the first launch doing it, after a ticket and a
-// fence, held every call of the first launch back (and its code, the first launch's loop).
+// back to its segment, so that a block of the next launch finds its work in one read. A launch
+// of its own: the first launch's last block doing it, after a ticket and a fence, held every
+// call back, and the code cost the first launch's loop registers (decision 0040).
 template <class Acc, int VW, class Op>
 __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segment_lists lists) {
   wait_for_prior_grid();
@@ -308,7 +309,8 @@ __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segm
   const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
   std::uint32_t mine = 0;
   for (std::uint64_t m = from; m < to; ++m) {
-    const auto chains = static_cast<std::uint32_t>(chains_of(make_plan(__ldcg(lists.split_sizes + m), VW, plan_max_tiles_for<Op>)));
+    const std::uint64_t size = __ldcg(lists.split_sizes + m);
+    const auto chains = static_cast<std::uint32_t>(chains_of(make_plan(size, VW, plan_max_tiles_for<Op>)));
     chain_start[m] = chains;
     mine += chains;
   }
