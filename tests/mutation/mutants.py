@@ -38,6 +38,7 @@ ATOMIC_KERNELS = "include/tally/detail/kernels/atomic_kernels.cuh"
 SEGMENT_REPLAY = "include/tally/detail/tile/segment_replay.cuh"
 SEGMENTED = ["test_segmented_device"]
 SEGMENTED_KERNELS = "include/tally/detail/kernels/segmented_kernels.cuh"
+BLOCK_COUNTS = "include/tally/detail/kernels/block_counts.cuh"
 # The combine of reductions over several GPUs (tally::tally_nccl): caught by test_distributed on
 # a machine with two GPUs (kind two_devices).
 SHARD_KERNELS = "include/tally/detail/kernels/shard_kernels.cuh"
@@ -259,10 +260,10 @@ MUTANTS = [
          defect="a lane replaying its small segment's lane tree takes the chunks in lane order, not bit-reversed",
          old="const unsigned lane = bits == 0 ? 0u : __brev(K) >> (32u - bits);",
          new="const unsigned lane = bits == 0 ? 0u : K;"),
-    dict(id="D25", kind="device", file=SEGMENTED_KERNELS, tests=SEGMENTED,
-         defect="the block scan numbering the split segments' chains leaves each lane's left neighbour out of its sum",
-         old="    if (lane >= delta) inclusive += other;",
-         new="    if (lane > delta) inclusive += other;"),
+    dict(id="D25", kind="device", file=BLOCK_COUNTS, tests=SEGMENTED + ["test_reduce_by_key_device"],
+         defect="the block scan of counts (runs' starts, split segments' chains) leaves each lane's left neighbour out of its sum",
+         old="    if (lane >= unsigned(delta)) inclusive += other;",
+         new="    if (lane > unsigned(delta)) inclusive += other;"),
     dict(id="D26", kind="device", file=SEGMENTED_KERNELS, tests=SEGMENTED,
          defect="the long segments beyond the split ones are not reduced",
          old="  const std::uint64_t whole = lists.long_segments() - split;",

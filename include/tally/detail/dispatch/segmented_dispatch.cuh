@@ -50,7 +50,7 @@ segmented_scratch_shape commutative_segmented_shape(const segment_count_source& 
   if (shape.split_max > count.id_room) shape.split_max = count.id_room;
   shape.taken_bytes = 64;
   shape.sizes_bytes = round_up_64(std::size_t(shape.split_max) * sizeof(std::uint64_t));
-  shape.starts_bytes = round_up_64(std::size_t(shape.split_max + 1) * sizeof(std::uint64_t));
+  shape.starts_bytes = round_up_64(std::size_t(shape.split_max) * sizeof(std::uint64_t));
   shape.map_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(unsigned int));
   shape.chain_bytes = round_up_64(std::size_t(shape.split_max) * block_threads * sizeof(Acc));
   shape.id_bytes = round_up_64(std::size_t(count.id_room) * sizeof(unsigned int));

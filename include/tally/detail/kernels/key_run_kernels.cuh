@@ -11,6 +11,7 @@
 // The keys are read once in full (the last launch reads the head words and, at each head, its
 // key), so the cost above the reduction of the values is about one read of the keys.
 
+#include "tally/detail/kernels/block_counts.cuh"
 #include "tally/detail/kernels/grid_dependency.cuh"
 #include "tally/detail/kernels/publish_result.cuh"
 #include "tally/detail/plan.cuh"
@@ -30,41 +31,6 @@ inline constexpr unsigned run_words_per_warp = unsigned(run_tile_words / (block_
 template <class It>
 __device__ __forceinline__ decltype(auto) element_at(It it, std::uint64_t i) {
   return it[static_cast<typename std::iterator_traits<It>::difference_type>(i)];
-}
-
-// The sum of a block's values, in thread 0 (`sums`: a shared word per warp).
-__device__ __forceinline__ std::uint64_t block_sum(std::uint64_t value, std::uint64_t* sums) {
-  const unsigned lane = threadIdx.x % warp_threads, warp = threadIdx.x / warp_threads;
-  for (int delta = warp_threads / 2; delta > 0; delta /= 2)
-    value += __shfl_down_sync(tally::warp::full_mask, value, delta);
-  if (lane == 0) sums[warp] = value;
-  __syncthreads();
-  std::uint64_t total = 0;
-  if (threadIdx.x == 0)
-    for (unsigned w = 0; w < block_threads / warp_threads; ++w) total += sums[w];
-  __syncthreads();
-  return total;
-}
-
-// The sum of the values of the threads before this one in the block, and the block's total.
-__device__ __forceinline__ std::uint64_t block_exclusive_sum(std::uint64_t value, std::uint64_t* sums,
-                                                             std::uint64_t& total) {
-  const unsigned lane = threadIdx.x % warp_threads, warp = threadIdx.x / warp_threads;
-  std::uint64_t inclusive = value;
-  for (int delta = 1; delta < warp_threads; delta *= 2) {
-    const std::uint64_t other = __shfl_up_sync(tally::warp::full_mask, inclusive, delta);
-    if (lane >= unsigned(delta)) inclusive += other;
-  }
-  if (lane == warp_threads - 1) sums[warp] = inclusive;
-  __syncthreads();
-  std::uint64_t before = 0;
-  total = 0;
-  for (unsigned w = 0; w < block_threads / warp_threads; ++w) {
-    if (w < warp) before += sums[w];
-    total += sums[w];
-  }
-  __syncthreads();
-  return before + inclusive - value;
 }
 
 template <class KeysIt, class KeyEqual>

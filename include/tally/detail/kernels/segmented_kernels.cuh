@@ -24,6 +24,7 @@
 // their size class instead (decision 0036): lane_segments_kernel (at most warp_threads * VW
 // elements), warp_segments_kernel (at most block_threads * VW), one_tile_segments_kernel.
 
+#include "tally/detail/kernels/block_counts.cuh"
 #include "tally/detail/kernels/grid_dependency.cuh"
 #include "tally/detail/loads/loads.cuh"
 #include "tally/detail/plan.cuh"
@@ -62,7 +63,7 @@ struct segment_lists {
   unsigned long long* block_count = nullptr;
   unsigned long long* long_count = nullptr;
   std::uint64_t* taken = nullptr;         // [0] one-tile segments, [1] long ones, [2] chains
-  std::uint64_t* chain_starts = nullptr;  // split_max + 1 entries
+  std::uint64_t* chain_starts = nullptr;  // split_max entries
   std::uint64_t* split_sizes = nullptr;   // split_max entries: split segment m's size
   unsigned int* chain_segment = nullptr;  // split_max * block_threads entries: chain -> split segment
   std::uint64_t split_max = 0;            // long segments split chain by chain, at most
@@ -260,28 +261,6 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
   }
 }
 
-// The exclusive sum of every thread's `value` before its own in the block, and the block's total.
-// Every thread calls it.
-__device__ __forceinline__ std::uint32_t block_exclusive_sum(std::uint32_t value, std::uint32_t& total) {
-  constexpr unsigned warps = block_threads / warp_threads;
-  __shared__ std::uint32_t warp_sums[warps];
-  const unsigned lane = threadIdx.x % warp_threads, warp = threadIdx.x / warp_threads;
-  std::uint32_t inclusive = value;
-  for (unsigned delta = 1; delta < warp_threads; delta *= 2) {
-    const std::uint32_t other = __shfl_up_sync(tally::warp::full_mask, inclusive, delta);
-    if (lane >= delta) inclusive += other;
-  }
-  if (lane == warp_threads - 1) warp_sums[warp] = inclusive;
-  __syncthreads();
-  std::uint32_t before = 0;
-  total = 0;
-  for (unsigned w = 0; w < warps; ++w) {
-    if (w < warp) before += warp_sums[w];
-    total += warp_sums[w];
-  }
-  return before + inclusive - value;
-}
-
 // One block, between the first launch and the second, once every block of the first has listed
 // its segments: takes the counts (segment_lists), then numbers the chains of the split segments:
 // chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each thread a run of
@@ -294,6 +273,7 @@ __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segm
   wait_for_prior_grid();
   __shared__ std::uint32_t chain_start[segment_split_capacity<Acc>];  // each split segment's chains
   __shared__ std::uint64_t counts[2];
+  __shared__ std::uint64_t warp_sums[block_threads / warp_threads];
   if (threadIdx.x == 0) {
     counts[0] = __ldcg(lists.block_count);
     counts[1] = __ldcg(lists.long_count);
@@ -307,15 +287,15 @@ __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segm
   const std::uint64_t per_thread = (split + block_threads - 1) / block_threads;
   const std::uint64_t from = threadIdx.x * per_thread;
   const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
-  std::uint32_t mine = 0;
+  std::uint64_t mine = 0;
   for (std::uint64_t m = from; m < to; ++m) {
     const std::uint64_t size = __ldcg(lists.split_sizes + m);
     const auto chains = static_cast<std::uint32_t>(chains_of(make_plan(size, VW, plan_max_tiles_for<Op>)));
     chain_start[m] = chains;
     mine += chains;
   }
-  std::uint32_t total = 0;
-  std::uint32_t running = block_exclusive_sum(mine, total);
+  std::uint64_t total = 0;
+  auto running = static_cast<std::uint32_t>(block_exclusive_sum(mine, warp_sums, total));  // at most 2^21
   // The map: each thread writes the chains of its own segments, and a warp together those of a
   // segment of more than warp_threads chains (one segment's 256 chains would take one thread
   // 256 stores). The trip count is the block's, so that every lane takes part in the ballots.
@@ -338,10 +318,7 @@ __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segm
       for (std::uint32_t c = lane; c < count; c += warp_threads) lists.chain_segment[first_chain + c] = place;
     }
   }
-  if (threadIdx.x == 0) {
-    lists.chain_starts[split] = total;
-    lists.taken[2] = total;
-  }
+  if (threadIdx.x == 0) lists.taken[2] = total;
 }
 
 
