@@ -13,6 +13,7 @@
 
 using init_fn = int (*)();
 using reduce_fn = double (*)(int, const void*, std::size_t);
+using use_stream_fn = int (*)(int);
 
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -28,13 +29,20 @@ int main(int argc, char** argv) {
   // ENQUEUE=1: time only the host's enqueue of reduce_into (ab_enqueue), not the round trip.
   const bool enqueue_only = std::getenv("ENQUEUE") && std::atoi(std::getenv("ENQUEUE")) == 1;
   reduce_fn f[2];
+  // Each block of calls runs on the sides' stream b (of their own several, each with its scratch
+  // at its own address; roundtrip_ab_side.cu), so that the medians average over addresses.
+  use_stream_fn use_stream[2];
+  int streams = 1;
   for (int s = 0; s < 2; ++s) {
     void* h = dlopen(argv[1 + s], RTLD_NOW | RTLD_LOCAL);
     if (!h) { std::fprintf(stderr, "%s\n", dlerror()); return 1; }
     auto init = reinterpret_cast<init_fn>(dlsym(h, "ab_init"));
     f[s] = reinterpret_cast<reduce_fn>(dlsym(h, enqueue_only ? "ab_enqueue" : "ab_reduce"));
-    if (!init || !f[s] || init() != 0) { std::fprintf(stderr, "side %d: init failed\n", s); return 1; }
+    use_stream[s] = reinterpret_cast<use_stream_fn>(dlsym(h, "ab_use_stream"));
+    if (!init || !f[s] || !use_stream[s] || init() != 0) { std::fprintf(stderr, "side %d: init failed\n", s); return 1; }
+    streams = use_stream[s](0);
   }
+  std::printf("(each side's calls on %d streams of its own, a block at a time)\n\n", streams);
   const int copies = 4;
   const char* names[3] = {"float", "int", "double"};
   const std::size_t sizes[] = {1u << 10, 1u << 12, 1u << 14, 1u << 16, 1u << 18, 1u << 20, 1u << 22};
@@ -55,12 +63,16 @@ int main(int argc, char** argv) {
         cudaMemcpy(b, host.data(), n * elem, cudaMemcpyHostToDevice);
       }
       double first[2];
-      for (int s = 0; s < 2; ++s)
-        for (int w = 0; w < 50; ++w) first[s] = f[s](type, buf[s * copies + w % copies], n);
+      for (int s = 0; s < 2; ++s)  // every stream warmed: its scratch grown for this n
+        for (int w = 0; w < 50 + 4 * streams; ++w) {
+          use_stream[s](w);
+          first[s] = f[s](type, buf[s * copies + w % copies], n);
+        }
       if (!enqueue_only && first[0] != first[1]) std::fprintf(stderr, "%s %zu: the sides disagree: %.17g %.17g\n", names[type], n, first[0], first[1]);
       std::vector<double> all[2], ratios;
       for (int b = 0; b < blocks; ++b) {
         double block_median[2];
+        for (int k = 0; k < 2; ++k) use_stream[k](b / 2);  // ABBA pairs share a stream index
         for (int k = 0; k < 2; ++k) {
           const int s = (b % 2 == 0) ? k : 1 - k;  // ABBA: neither side always goes first
           std::vector<double> t(per_block);

@@ -6,15 +6,39 @@
 
 #include <cuda_runtime.h>
 #include <chrono>
+#include <cstdlib>
 #include <cstddef>
 #include <type_traits>
 
 namespace {
+// Round trips run on one of ROUNDTRIP_AB_STREAMS streams of this side's own (default 16, at
+// most 16), chosen by ab_use_stream before each block of calls. Each stream has its own scratch
+// block at its own address, and a call that takes scratch spends much of its time in dependent
+// trips to a few words of it, which move by several percent with the block's address
+// (docs/decisions/0034): with one stream a side, a comparison of two builds is also one of two
+// addresses. A block stays on its stream, so that the runtime's per-thread caches of the last
+// stream hit as they do in a user's loop.
+constexpr int max_round_trip_streams = 16;
+cudaStream_t round_trip_streams[max_round_trip_streams] = {};
+int round_trip_stream_count = max_round_trip_streams;
 cudaStream_t stream = nullptr;
+}  // namespace
+
+// The stream of the calls that follow: stream k % ROUNDTRIP_AB_STREAMS; returns that count.
+extern "C" __attribute__((visibility("default"))) int ab_use_stream(int k) {
+  stream = round_trip_streams[k % round_trip_stream_count];
+  return round_trip_stream_count;
 }
 
 extern "C" __attribute__((visibility("default"))) int ab_init() {
-  return cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess ? 0 : 1;
+  if (const char* wanted = std::getenv("ROUNDTRIP_AB_STREAMS")) {
+    const int n = std::atoi(wanted);
+    round_trip_stream_count = n < 1 ? 1 : n > max_round_trip_streams ? max_round_trip_streams : n;
+  }
+  for (int k = 0; k < round_trip_stream_count; ++k)
+    if (cudaStreamCreateWithFlags(&round_trip_streams[k], cudaStreamNonBlocking) != cudaSuccess) return 1;
+  stream = round_trip_streams[0];
+  return 0;
 }
 
 extern "C" __attribute__((visibility("default"))) double ab_reduce(int type, const void* data, std::size_t n) {
