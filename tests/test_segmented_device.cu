@@ -193,6 +193,52 @@ TEST_F(segmented_device, more_long_segments_than_are_split) {
   }
 }
 
+// One-tile segments (more than a warp's 256 * VW elements, at most a tile) are listed by the
+// first launch and reduced a warp each by the blocks of the launch after it (decision 0041),
+// which stride over them: 6,000 of them, more than those blocks' warps, among tiny, warp-sized
+// and long ones. Two calls in a row on one stream, so that the second sees the count words the
+// first left zeroed; every segment against the host backend bit for bit, and against an
+// accurate sum.
+TEST_F(segmented_device, listed_segments_outnumber_the_warps) {
+  seeded s(17);
+  SCOPED_TRACE(s.trace());
+  std::vector<std::int64_t> offsets{0};
+  std::uniform_int_distribution<std::int64_t> tile_size(1025, 2048), warp_size(129, 1024), tiny_size(0, 4);
+  std::uniform_int_distribution<int> pick(0, 99);
+  for (int i = 0; i < 6000; ++i) {
+    const int kind = pick(s.rng);
+    offsets.push_back(offsets.back() + tile_size(s.rng));
+    if (kind >= 80) offsets.push_back(offsets.back() + warp_size(s.rng));
+    if (kind >= 60) offsets.push_back(offsets.back() + tiny_size(s.rng));
+    if (kind == 0) offsets.push_back(offsets.back() + 3 * 8192 + 17);
+  }
+  const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
+  auto v = random_values<float>(n, s.rng);
+  for (auto& x : v) x = std::abs(x) + 0.25f;
+  const thrust::device_vector<float> d_v(v.begin(), v.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  std::vector<float> on_host = poisoned_vector<float>(segments);
+  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), on_host.begin(), 1.0f,
+                          tally::plus<float>{});
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (int call = 0; call < 2; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
+    tally::segmented_reduce(tally::device.on(stream), d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(),
+                            1.0f, tally::plus<float>{});
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const thrust::host_vector<float> h_out = d_out;
+    for (std::size_t i = 0; i < segments; ++i) {
+      ASSERT_EQ(bits_of(h_out[i]), bits_of(on_host[i])) << "segment " << i << " of " << (offsets[i + 1] - offsets[i]);
+      ASSERT_TRUE(sum_is_near(h_out[i], reference_sum<double>(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 1.0),
+                              sum_error_bound(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 1.0)))
+          << "segment " << i;
+    }
+  }
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 // One segment over 2^24 + 3 doubles: tiles of two steps (the plan's longest-tile case), split.
 TEST_F(segmented_device, one_huge_segment_is_reduce) {
   if (under_sanitizer()) GTEST_SKIP() << "134 MB input; long_segments_whole_and_split covers the split path";

@@ -30,8 +30,8 @@ inline constexpr int exact_blocks_done = 4;
 inline constexpr std::size_t exact_digits_byte = 256;
 inline constexpr int fallback_folds = 6;   // single passes whose block 0 reduced tiles itself (tests)
 // A segmented reduction's counts of the segments it leaves to its later launches: the first launch
-// counts them up from 0, and the numbering launch after it takes them and leaves the words 0
-// again (kernels/segmented_kernels.cuh).
+// counts them up from 0, the launch after it reads them, and the long segments' launch leaves the
+// words 0 again (kernels/segmented_kernels.cuh).
 inline constexpr std::size_t block_segments_byte = 64;
 inline constexpr std::size_t long_segments_byte = 72;
 inline constexpr std::size_t accumulator_byte = 128;

@@ -69,7 +69,7 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   constexpr auto by_size = &segments_by_size_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto long_ones = &long_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   constexpr auto split_ones = &split_segments_kernel<Acc, vw, Bounds, Op, OutIt>;
-  constexpr auto numbering = &number_split_chains_kernel<Acc, vw, Op>;
+  constexpr auto listed = &listed_segments_kernel<Acc, vw, It, V, Bounds, Op, OutIt>;
   const bool may_be_long = shape.may_be_long;
   auto* control_bytes_of = reinterpret_cast<unsigned char*>(scratch.control);
   const auto carve = [&at](std::size_t bytes) {
@@ -104,7 +104,9 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads, stream, device,
                          first, bounds, init, op, out, lists, group);
   if (may_be_long) {
-    launch_kernel<numbering>(1, block_threads, stream, device, lists);
+    // Block 0 numbers the chains; the others (at least one) reduce the listed short segments.
+    const unsigned listed_grid = unsigned(std::max<std::uint64_t>(2, resident_grid<listed>(policy, device)));
+    launch_kernel<listed>(listed_grid, block_threads, stream, device, first, bounds, init, op, out, lists);
     launch_kernel<long_ones>(unsigned(resident_grid<long_ones>(policy, device)), block_threads, stream, device, first,
                              bounds, init, op, out, lists, chains);
     // At least one block: the device may count no segment to split, and the launch is cheap.

@@ -8,12 +8,12 @@
 //                            warp one of at most block_threads * VW. Longer ones go to two
 //                            lists in the scratch: one-tile segments and long ones, with the
 //                            sizes of the first long segments
-//   number_split_chains_kernel  one block numbers the chains of those segments (the plan's fold
-//                            of tile partials is block_threads chains, each computable apart),
-//                            so that the next launch can give each chain a block
-//   long_segments_kernel     a block per unit of work: a chain of a split segment, a long
-//                            segment beyond those (whole, its chains in shared memory), or
-//                            eight one-tile segments, a warp each
+//   listed_segments_kernel   one block numbers the chains of the long segments (the plan's
+//                            fold of tile partials is block_threads chains, each computable
+//                            apart), so that the next launch can give each chain a block; the
+//                            other blocks reduce the one-tile segments, a warp each
+//   long_segments_kernel     a block per unit of work: a chain of a split segment, or a long
+//                            segment beyond those (whole, its chains in shared memory)
 //   split_segments_kernel    a block per split segment folds its chains (a launch of its own:
 //                            the last block of a segment's chains folding them instead, after
 //                            a fence and a count, measured slower for segments of 8-128 tiles)
@@ -54,15 +54,15 @@ inline constexpr std::uint64_t segment_split_capacity =
 // Where the first kernel leaves the segments it does not reduce: ids of one-tile segments from
 // the front of `ids`, of long ones from the back (together at most all S), counted in two words
 // of the control block, and the sizes of the split ones (the first split_max long ones). No block
-// of it waits for the others: the numbering launch after it moves the counts into `taken`, zeroes
-// the words for the next call (a call whose launches failed has its control block zeroed by its
-// lease), numbers the chains of the split segments (chain_starts) and maps each chain to its
-// segment.
+// of it waits for the others: every block of the launch after it reads the counts (its block 0
+// moving the long count into `taken`, numbering the chains of the split segments (chain_starts)
+// and mapping each chain to its segment), and the long segments' launch zeroes the words for the
+// next call (a call whose launches failed has its control block zeroed by its lease).
 struct segment_lists {
   unsigned int* ids = nullptr;  // room for S ids
   unsigned long long* block_count = nullptr;
   unsigned long long* long_count = nullptr;
-  std::uint64_t* taken = nullptr;         // [0] one-tile segments, [1] long ones, [2] chains
+  std::uint64_t* taken = nullptr;         // [0] long segments, [1] the split ones' chains
   std::uint64_t* chain_starts = nullptr;  // split_max entries
   std::uint64_t* split_sizes = nullptr;   // split_max entries: split segment m's size
   unsigned int* chain_segment = nullptr;  // split_max * block_threads entries: chain -> split segment
@@ -76,13 +76,12 @@ struct segment_lists {
   // Reserves `add` places in a list; returns the first.
   __device__ std::uint64_t take(unsigned long long* word, unsigned add) const { return atomicAdd(word, add); }
   __device__ unsigned int long_id(std::uint64_t m) const { return ids[id_room - 1 - m]; }
-  __device__ std::uint64_t block_segments() const { return taken[0]; }
-  __device__ std::uint64_t long_segments() const { return taken[1]; }
+  __device__ std::uint64_t long_segments() const { return taken[0]; }
   __device__ std::uint64_t split_count() const {
     const std::uint64_t longs = long_segments();
     return longs < split_max ? longs : split_max;
   }
-  __device__ std::uint64_t split_chains() const { return taken[2]; }
+  __device__ std::uint64_t split_chains() const { return taken[1]; }
 };
 
 // Chains of the plan's fold of a segment's tile partials that hold any partial.
@@ -236,6 +235,9 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     if (has && mine.size <= std::uint64_t(VW))
       out[static_cast<out_diff>(s)] =
           segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, mine.size, init_for(bounds, s, init), op);
+    // A warp whose segments are all that short has nothing to list and no lanes to group: the
+    // loop of segments of one or a few elements runs without the ballots below (decision 0041).
+    if (__all_sync(tally::warp::full_mask, mine.size <= std::uint64_t(VW))) continue;
     const bool by_lanes = has && mine.size > std::uint64_t(VW) && mine.size <= lane_max;
     const bool by_warp = has && mine.size > lane_max && mine.size <= warp_segment_max<VW>;
     const bool by_block = has && mine.size > warp_segment_max<VW> && mine.size <= block_segment_max<VW>;
@@ -261,29 +263,48 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
   }
 }
 
-// One block, between the first launch and the second, once every block of the first has listed
-// its segments: takes the counts (segment_lists), then numbers the chains of the split segments:
-// chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each thread a run of
-// consecutive segments, then a block scan of the runs' sums), and chain_segment maps each chain
-// back to its segment, so that a block of the next launch finds its work in one read. A launch
-// of its own: the first launch's last block doing it, after a ticket and a fence, held every
-// call back, and the code cost the first launch's loop registers (decision 0040).
-template <class Acc, int VW, class Op>
-__global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segment_lists lists) {
+// Between the first launch and the long segments' launch, once every block of the first has
+// listed its segments. Block 0 takes the counts (segment_lists) and numbers the chains of the
+// split segments: chain_starts[m] is the number of chains of split segments 0 .. m - 1 (each
+// thread a run of consecutive segments, then a block scan of the runs' sums), and chain_segment
+// maps each chain back to its segment, so that a block of the next launch finds its work in one
+// read. The other blocks reduce the listed segments of at most one tile, a warp each replaying
+// the plan's block (segment_by_warp_step), with more warps resident than the long segments'
+// launch keeps (decision 0041). A launch of its own: the first launch's last block numbering
+// the chains, after a ticket and a fence, held every call back, and the code cost the first
+// launch's loop registers (decision 0040). The count words are left for the next launch to zero,
+// since every block here reads them.
+inline constexpr int listed_segments_min_blocks = 3;
+
+template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads, listed_segments_min_blocks)
+    listed_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists) {
   wait_for_prior_grid();
+  if (blockIdx.x != 0) {
+    using loader = typename segment_loader_of<It, V, VW>::type;
+    using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+    constexpr unsigned warps_per_block = block_threads / warp_threads;
+    const std::uint64_t listed = __ldcg(lists.block_count);
+    const std::uint64_t warps = std::uint64_t(gridDim.x - 1) * warps_per_block;
+    for (std::uint64_t k = std::uint64_t(blockIdx.x - 1) * warps_per_block + threadIdx.x / warp_threads; k < listed;
+         k += warps) {
+      const unsigned int s = lists.ids[k];
+      const segment_extent e = bounds(s);
+      const Acc result =
+          segment_by_warp_step<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init_for(bounds, s, init), op);
+      if (threadIdx.x % warp_threads == 0) out[static_cast<out_diff>(s)] = result;
+    }
+    return;
+  }
   __shared__ std::uint32_t chain_start[segment_split_capacity<Acc>];  // each split segment's chains
-  __shared__ std::uint64_t counts[2];
+  __shared__ std::uint64_t long_count;
   __shared__ std::uint64_t warp_sums[block_threads / warp_threads];
   if (threadIdx.x == 0) {
-    counts[0] = __ldcg(lists.block_count);
-    counts[1] = __ldcg(lists.long_count);
-    lists.taken[0] = counts[0];
-    lists.taken[1] = counts[1];
-    *lists.block_count = 0;
-    *lists.long_count = 0;
+    long_count = __ldcg(lists.long_count);
+    lists.taken[0] = long_count;
   }
   __syncthreads();
-  const std::uint64_t split = counts[1] < lists.split_max ? counts[1] : lists.split_max;
+  const std::uint64_t split = long_count < lists.split_max ? long_count : lists.split_max;
   const std::uint64_t per_thread = (split + block_threads - 1) / block_threads;
   const std::uint64_t from = threadIdx.x * per_thread;
   const std::uint64_t to = from + per_thread < split ? from + per_thread : split;
@@ -318,7 +339,7 @@ __global__ void __launch_bounds__(block_threads) number_split_chains_kernel(segm
       for (std::uint32_t c = lane; c < count; c += warp_threads) lists.chain_segment[first_chain + c] = place;
     }
   }
-  if (threadIdx.x == 0) lists.taken[2] = total;
+  if (threadIdx.x == 0) lists.taken[1] = total;
 }
 
 
@@ -551,30 +572,18 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   __shared__ alignas(Acc) unsigned char chain_bytes[block_threads * sizeof(Acc)];
   Acc* const block_chains = reinterpret_cast<Acc*>(chain_bytes);
-  const std::uint64_t block_segments = lists.block_segments();
+  // The lists' count words, read by every block of the launch before, zeroed for the next call.
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *lists.block_count = 0;
+    *lists.long_count = 0;
+  }
   const std::uint64_t split = lists.split_count();
   const std::uint64_t whole = lists.long_segments() - split;
-  const std::uint64_t split_chains = lists.split_chains();
-  constexpr unsigned warps_per_block = block_threads / warp_threads;
-  const std::uint64_t one_tile_units = (block_segments + warps_per_block - 1) / warps_per_block;
-  const std::uint64_t units = whole + split_chains + one_tile_units;
-  // Units: the long segments beyond the split ones, each whole (all its chains, then their fold);
-  // the chains of the split segments, one each (both take the same chain code, so that the
-  // kernel holds one copy of the tile code); and the one-tile segments, 8 to a block.
+  const std::uint64_t units = whole + lists.split_chains();
+  // Units: the long segments beyond the split ones, each whole (all its chains, then their fold),
+  // and the chains of the split segments, one each (both take the same chain code, so that the
+  // kernel holds one copy of the tile code).
   for (std::uint64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    if (unit >= whole + split_chains) {
-      // One-tile segments, a warp each replaying the plan's block: a block takes 8 of them at
-      // once, with no barrier between its warps.
-      const std::uint64_t k = (unit - whole - split_chains) * warps_per_block + threadIdx.x / warp_threads;
-      if (k < block_segments) {
-        const unsigned int s = lists.ids[k];
-        const segment_extent e = bounds(s);
-        const Acc result =
-            segment_by_warp_step<Acc, VW>(loader{advance_to(first, e.begin)}, e.size, init_for(bounds, s, init), op);
-        if (threadIdx.x % warp_threads == 0) out[static_cast<out_diff>(s)] = result;
-      }
-      continue;
-    }
     const bool is_chain = unit >= whole;
     std::uint64_t q = 0;
     unsigned int s;
