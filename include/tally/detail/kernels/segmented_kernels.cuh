@@ -12,8 +12,9 @@
 //                            fold of tile partials is block_threads chains, each computable
 //                            apart), so that the next launch can give each chain a block; the
 //                            other blocks reduce the one-tile segments, a warp each
-//   long_segments_kernel     a block per unit of work: a chain of a split segment, or a long
-//                            segment beyond those (whole, its chains in shared memory)
+//   long_segments_kernel     each block a run of consecutive chains of the split segments, and
+//                            the long segments beyond those that fall to it (whole, their chains
+//                            in shared memory)
 //   split_segments_kernel    a block per split segment folds its chains (a launch of its own:
 //                            the last block of a segment's chains folding them instead, after
 //                            a fence and a count, measured slower for segments of 8-128 tiles)
@@ -566,7 +567,7 @@ __global__ void __launch_bounds__(block_threads)
 
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
-    long_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists, Acc* chains) {
+    long_segments_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists, Acc* chains_out) {
   wait_for_prior_grid();
   using loader = typename segment_loader_of<It, V, VW>::type;
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
@@ -578,45 +579,74 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
     *lists.long_count = 0;
   }
   const std::uint64_t split = lists.split_count();
-  const std::uint64_t whole = lists.long_segments() - split;
-  const std::uint64_t units = whole + lists.split_chains();
-  // Units: the long segments beyond the split ones, each whole (all its chains, then their fold),
-  // and the chains of the split segments, one each (both take the same chain code, so that the
-  // kernel holds one copy of the tile code).
-  for (std::uint64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    const bool is_chain = unit >= whole;
-    std::uint64_t q = 0;
-    unsigned int s;
-    if (is_chain) {
-      q = unit - whole;
-      s = lists.long_id(lists.chain_segment[q]);
-    } else {
-      s = lists.long_id(split + unit);
-    }
+  const auto whole = static_cast<std::uint32_t>(lists.long_segments() - split);
+  // A block's work: first the long segments beyond the split ones that fall to it (every
+  // gridDim.x-th), each whole: all its chains into shared memory, then their fold; then a run of
+  // consecutive chains of the split segments (decision 0042). The block finds its run's first
+  // chain's segment in the map and walks on from there, so only a new segment costs it reads of
+  // the lists and bounds. A segment of at most block_threads tiles has a chain per tile, and the
+  // block reduces its tiles of such a segment in a row, the next one in flight. Both kinds of
+  // work go through one copy of the tile code (the kernel has no registers to spare for two).
+  // Chain numbers, segment places and unit numbers fit 32 bits (split_max * block_threads
+  // chains, ids of unsigned int), which leaves the tile code its registers.
+  const auto chain_count = static_cast<std::uint32_t>(lists.split_chains());
+  const std::uint32_t per_block = (chain_count + gridDim.x - 1) / gridDim.x;
+  std::uint32_t q = blockIdx.x * per_block;
+  const std::uint32_t q_end = q + per_block < chain_count ? q + per_block : chain_count;
+  std::uint32_t unit = blockIdx.x;  // the next whole segment's place beyond the split ones
+  std::uint32_t m = 0, start = 0;   // the split segment of chain q, and its first chain
+  if (q < q_end) {
+    m = lists.chain_segment[q];
+    start = static_cast<std::uint32_t>(lists.chain_starts[m]);
+  }
+  for (;;) {
+    const bool is_whole = unit < whole;
+    if (!is_whole && q >= q_end) break;
+    const unsigned int s = lists.long_id(is_whole ? split + unit : m);
     const segment_extent e = bounds(s);
     const loader load{advance_to(first, e.begin)};
     const reduction_plan plan = make_plan(e.size, VW, plan_max_tiles_for<Op>);
-    const unsigned first_chain = is_chain ? unsigned(q - lists.chain_starts[lists.chain_segment[q]]) : 0u;
-    const unsigned end_chain = is_chain ? first_chain + 1 : unsigned(chains_of(plan));
-    for (unsigned t = first_chain; t < end_chain; ++t) {
-      bool valid = false;
-      const Acc chain = segment_chain<Acc, VW>(load, plan, t, op, valid);
-      if (threadIdx.x == 0) {
-        if (is_chain) {
-          chains[q] = chain;
-        } else {
-          block_chains[t] = chain;
-        }
+    const auto chains = static_cast<std::uint32_t>(chains_of(plan));
+    const std::uint32_t first_chain = is_whole ? 0u : q - start;
+    const std::uint32_t end_chain = is_whole || q_end - start >= chains ? chains : q_end - start;
+    // Chain t goes to shared memory for a whole segment, to the scratch for a split one (a
+    // store under either branch: a pointer to either would take two more registers).
+    const auto keep = [&](std::uint32_t t, const Acc& chain) {
+      if (is_whole) {
+        block_chains[t] = chain;
+      } else {
+        chains_out[start + t] = chain;
       }
+    };
+    // A chain of one tile each: the run's tiles in one pass; else a chain at a time, its tiles
+    // t, t + block_threads, ... folded in order.
+    const bool tile_chains = plan.tiles <= block_threads;
+    for (std::uint32_t t = first_chain; t < end_chain; t = tile_chains ? end_chain : t + 1) {
+      Acc chain{};
+      reduce_tile_range<Acc, VW>(load, plan, op, t, tile_chains ? end_chain : plan.tiles,
+                                 tile_chains ? 1 : block_threads, [&](std::uint64_t tile, const Acc& partial) {
+                                   if (tile_chains) {
+                                     if (threadIdx.x == 0) keep(std::uint32_t(tile), partial);
+                                   } else {
+                                     chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
+                                   }
+                                 });
+      if (!tile_chains && threadIdx.x == 0) keep(t, chain);
     }
-    if (is_chain) continue;  // the same for the whole block; split_segments_kernel folds them
-    __syncthreads();
-    const bool valid = threadIdx.x < end_chain;
-    Acc chain{};
-    if (valid) chain = block_chains[threadIdx.x];
-    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init_for(bounds, s, init), op);
-    if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
-    __syncthreads();  // the chains are read before the block's next unit writes them
+    if (is_whole) {
+      __syncthreads();
+      const bool valid = threadIdx.x < chains;
+      Acc chain{};
+      if (valid) chain = block_chains[threadIdx.x];
+      const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init_for(bounds, s, init), op);
+      if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
+      __syncthreads();  // the chains are read before the block's next segment writes them
+      unit += gridDim.x;
+    } else {
+      q = start + end_chain;
+      start += chains;
+      ++m;
+    }
   }
 }
 

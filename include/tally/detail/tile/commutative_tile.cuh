@@ -389,21 +389,22 @@ __device__ __forceinline__ Acc reduce_partial_tile_of_block(const Loader& load, 
   return tally::block::detail::fold_warps<block_threads, false, Runs>(acc, valid, op);
 }
 
-// Reduces the tiles first_tile, first_tile + tile_stride, ... in order, handing each partial to
-// take(tile, partial) (thread 0's partial is the block's). The first step of a block's next
-// full tile is fetched before the block reduction of the current one, so a block keeps its
-// loads in flight from one tile to the next: with one-step tiles (N up to 2^24 floats) that
-// reduction would otherwise leave it idle.
+// Reduces the tiles first_tile, first_tile + tile_stride, ... below end_tile in order, handing
+// each partial to take(tile, partial) (thread 0's partial is the block's). The first step of a
+// block's next full tile is fetched before the block reduction of the current one, so a block
+// keeps its loads in flight from one tile to the next: with one-step tiles (N up to 2^24
+// floats) that reduction would otherwise leave it idle.
 template <class Acc, int VW, class Loader, class Op, class Take>
-__device__ __forceinline__ void reduce_tiles(const Loader& load, const reduction_plan& plan, Op& op,
-                                             std::uint64_t first_tile, std::uint64_t tile_stride, Take take) {
+__device__ __forceinline__ void reduce_tile_range(const Loader& load, const reduction_plan& plan, Op& op,
+                                                  std::uint64_t first_tile, std::uint64_t end_tile,
+                                                  std::uint64_t tile_stride, Take take) {
   constexpr bool prefetch = prefetches_next_tile<VW, Loader>;
   step_chunks<VW, Loader> step;
   const auto fetch_if_full = [&](std::uint64_t tile) {
-    if (tile < plan.tiles && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
+    if (tile < end_tile && plan.tile_is_full(tile)) step.fetch(load, plan.tile_begin(tile));
   };
   if constexpr (prefetch) fetch_if_full(first_tile);
-  for (std::uint64_t tile = first_tile; tile < plan.tiles; tile += tile_stride) {
+  for (std::uint64_t tile = first_tile; tile < end_tile; tile += tile_stride) {
     Acc partial;
     if (plan.tile_is_full(tile)) {
       if constexpr (!prefetch) fetch_if_full(tile);
@@ -415,6 +416,13 @@ __device__ __forceinline__ void reduce_tiles(const Loader& load, const reduction
     }
     take(tile, partial);
   }
+}
+
+// reduce_tile_range to the plan's last tile.
+template <class Acc, int VW, class Loader, class Op, class Take>
+__device__ __forceinline__ void reduce_tiles(const Loader& load, const reduction_plan& plan, Op& op,
+                                             std::uint64_t first_tile, std::uint64_t tile_stride, Take take) {
+  reduce_tile_range<Acc, VW>(load, plan, op, first_tile, plan.tiles, tile_stride, take);
 }
 
 // Reduces the tiles first_tile, first_tile + tile_stride, ... and publishes their partials.
