@@ -13,6 +13,7 @@
 #include <cuda/std/functional>
 
 #include <algorithm>
+#include <climits>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -239,6 +240,39 @@ TEST_F(device_determinism, folds_of_few_and_many_partials_equal_the_host) {
       EXPECT_EQ(bits_of(tally::reduce(tally::device.grid_size(5), df.begin(), df.end(), 0.5f)), host);
       EXPECT_EQ(tally::reduce(tally::device, dv.begin(), dv.end(), 3), reference_sum<int>(v, 0, n, 3));
     }
+  }
+}
+
+// Block 0 folds the partials of exact 32-bit integer operators by redux.sync, a thread without
+// a partial taking the operator's identity and the warps' results crossing at one barrier
+// (commutative_fold.cuh, fold_exact_integer_partials). At tile counts that leave lanes and
+// whole warps of block 0 empty, and under operators whose identity is not 0 (values chosen so
+// that a 0 in an empty thread would show), the single pass and the two pass equal the host.
+TEST_F(device_determinism, integer_partials_folded_with_empty_threads_take_each_operators_identity) {
+  const std::size_t step = tally::detail::make_plan_for<int>(1).step_items;
+  for (std::uint64_t tiles : {2, 31, 32, 33, 64, 100, 224, 225, 255, 256, 257}) {
+    const std::size_t n = std::size_t(tiles * step - 5);
+    ASSERT_EQ(tally::detail::make_plan_for<int>(n).tiles, tiles) << "n = " << n;
+    seeded s(900 + n);
+    SCOPED_TRACE("n = " + std::to_string(n) + ", " + s.trace());
+    std::vector<int> positive = random_values<int>(n, s.rng);
+    for (int& x : positive) x = (x < 0 ? -x : x) + (1 << 30) + 17;  // bit 30 set in every value
+    std::vector<int> negative(positive);
+    for (int& x : negative) x = -x;
+    device_buffer<int> dp(positive), dn(negative);
+    const int least = *std::min_element(positive.begin(), positive.end());
+    const int most = *std::max_element(negative.begin(), negative.end());
+    int all_and = -1;
+    for (int x : positive) all_and &= x;
+    ASSERT_NE(all_and & (1 << 30), 0);
+    const auto expect_host_results = [&](const auto& policy) {
+      EXPECT_EQ(tally::reduce(policy, dp.begin(), dp.end(), INT_MAX, tally::minimum<int>{}), least);
+      EXPECT_EQ(tally::reduce(policy, dn.begin(), dn.end(), INT_MIN, tally::maximum<int>{}), most);
+      EXPECT_EQ(tally::reduce(policy, dp.begin(), dp.end(), -1, tally::bit_and<int>{}), all_and);
+      EXPECT_EQ(tally::reduce(policy, dp.begin(), dp.end(), 3, tally::plus<int>{}), reference_sum<int>(positive, 0, n, 3));
+    };
+    expect_host_results(tally::device);
+    expect_host_results(tally::device.strategy(tally::strategy::two_pass));
   }
 }
 

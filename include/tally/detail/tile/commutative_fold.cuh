@@ -24,15 +24,27 @@ namespace tally::detail {
 // (every caller folds partials t, t + block_threads, ... or holds chain t), so warp 0's tree
 // knows its flags without exchanging them (warp::detail::reduce_prefix_lanes;
 // docs/decisions/0029-shorter-trees-at-the-end-of-a-call.md).
+//
+// Exact 32-bit integer operators, which a warp folds by one redux.sync
+// (warp::detail::folds_by_redux_v), have an identity: a thread without a partial takes it,
+// so the block tree needs no flags whatever the count, and warp 0 needs no vote on them. Any
+// order of their combines gives the same bits.
 template <class Acc, class Op>
 __device__ __forceinline__ Acc fold_partials_of(Acc acc, bool valid, std::uint64_t tiles, Op& op) {
-  if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
-  if (tuning::fold_few_partials_by_warp && tiles <= warp_threads) {
-    if (threadIdx.x < warp_threads)
-      acc = tally::warp::detail::reduce_prefix_lanes<warp_threads>(acc, static_cast<unsigned>(tiles), op);
+  namespace lanes = tally::warp::detail;
+  if constexpr (lanes::folds_by_redux_v<Acc, Op>) {
+    if (!valid) acc = lanes::redux_identity<Acc, Op>();
+    if (tiles > warp_threads) return tally::block::reduce<block_threads>(acc, op);
+    if (threadIdx.x < warp_threads) acc = lanes::redux_all_lanes<Acc, Op>(acc);
     return acc;
+  } else {
+    if (tiles >= block_threads) return tally::block::reduce<block_threads>(acc, op);
+    if (tuning::fold_few_partials_by_warp && tiles <= warp_threads) {
+      if (threadIdx.x < warp_threads) acc = lanes::reduce_prefix_lanes<warp_threads>(acc, static_cast<unsigned>(tiles), op);
+      return acc;
+    }
+    return tally::block::reduce<block_threads>(acc, valid, op);
   }
-  return tally::block::reduce<block_threads>(acc, valid, op);
 }
 
 // The plan's fold of the tile partials, by one whole block: thread t folds partials t,
