@@ -17,7 +17,9 @@ def table(path):
 
 
 second, first = table(sys.argv[1]), table(sys.argv[2])  # a = base, b = this; a = this, b = base
-print("| type | strategy | N | base µs | this µs | this / base, this second | this first | mean | streams max/min, widest |")
+# The first two columns as the runs name them (type and strategy, or case and kind).
+names = next((line.split("|")[1:3] for line in open(sys.argv[1]) if line.startswith("| ")), [" type ", " strategy "])
+print(f"|{names[0]}|{names[1]}| N | base µs | this µs | this / base, this second | this first | mean | streams max/min, widest |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for key, (a1, b1, sa1, sb1) in second.items():
     if key not in first:
