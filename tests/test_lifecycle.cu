@@ -1526,6 +1526,15 @@ void single_pass_shapes_match(const device_buffer<T>& d, const std::vector<fold_
   }
 }
 
+// Views take block 0's fallback inlined, plain elements out of line
+// (kernels/reduce_kernels.cuh, refolds_out_of_line): both paths run below.
+struct squared_value {
+  __host__ __device__ float operator()(float x) const { return x * x; }
+};
+struct counts_below_half {
+  __host__ __device__ long long operator()(float x) const { return x < 0.5f ? 1 : 0; }
+};
+
 void forward_progress_fallback_fold() {
   const bool light = under_sanitizer();
   seeded s(3701);
@@ -1578,9 +1587,33 @@ void forward_progress_fallback_fold() {
   out_value<float> of;
   out_value<double> od;
   out_value<affine> oa;
+  // Two views of the floats: squares (a float sum through a transform) and a count (an exact
+  // 64-bit sum of a predicate), each against the host backend's answer for the same view.
+  std::vector<float> want_squares;
+  std::vector<long long> want_counts;
+  for (const auto& shape : float_shapes) {
+    const auto squares = thrust::make_transform_iterator(vf.begin(), squared_value{});
+    want_squares.push_back(tally::reduce(tally::host, squares, squares + shape.n, init_f));
+    want_counts.push_back(7 + std::count_if(vf.begin(), vf.begin() + shape.n, [](float x) { return x < 0.5f; }));
+  }
+  require(want_counts.back() > 7 && want_counts.back() < 7 + static_cast<long long>(float_shapes.back().n),
+          "the counted predicate holds for some values, not all");
+  out_value<long long> oc;
   const auto run_all = [&](const char* phase) {
     note at(phase);
     single_pass_shapes_match(df, float_shapes, want_f, init_f, stream, of);
+    for (std::size_t i = 0; i < float_shapes.size(); ++i) {
+      note shape(shape_text(float_shapes[i]) + ", views");
+      const auto policy = on(stream).strategy(tally::strategy::single_pass).grid_size(float_shapes[i].grid);
+      const auto squares = thrust::make_transform_iterator(df.begin(), squared_value{});
+      require_bits(tally::reduce(policy, squares, squares + float_shapes[i].n, init_f), want_squares[i],
+                   "reduce of squares");
+      const auto counts = thrust::make_transform_iterator(df.begin(), counts_below_half{});
+      oc.poison(stream);
+      tally::reduce_into(policy, counts, counts + float_shapes[i].n, oc.get(), 7LL, tally::plus<long long>{});
+      require(oc.read(stream) == want_counts[i], "reduce_into of a count: " + std::to_string(oc.read(stream)) +
+                                                     ", not " + std::to_string(want_counts[i]));
+    }
     single_pass_shapes_match(dd, double_shapes, want_d, init_d, stream, od);
     for (std::size_t i = 0; i < affine_shapes.size(); ++i) {
       note shape(shape_text(affine_shapes[i]) + ", ordered operator");

@@ -196,9 +196,13 @@ MUTANTS = [
          new="if (k + 1 < tiles && !warp_gave_up) {"),
     dict(id="D04", kind="device", file=REDUCE_KERNELS, tests=SPECIAL_VALUES,
          defect="the single pass applies init twice",
-         old="""  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
+         old="""      total = refold_unpublished<Acc, VW>(load, plan, op, codec, cells, sync);
+    }
+  }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);""",
-         new="""  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
+         new="""      total = refold_unpublished<Acc, VW>(load, plan, op, codec, cells, sync);
+    }
+  }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, static_cast<Acc>(op(init, total))))), handoff);"""),
     dict(id="D05", kind="device", file=REDUCE_KERNELS, tests=SPECIAL_VALUES,
          defect="the tile pair never applies init",

@@ -24,6 +24,12 @@ inline constexpr unsigned fold_block_gate = 2;
 // the smallest where the tiles do not divide evenly), so that it starts folding early.
 inline constexpr bool fold_block_takes_last_share = true;
 
+// Block 0's fallback after a wait ran out (kernels/reduce_kernels.cuh) is called out of line
+// for loaders of plain elements and inlined for the views (transforms, counting iterators,
+// zips): each measured the faster of the two for its kind
+// (docs/decisions/0043-fallback-inlined-for-views.md). false: out of line for every loader.
+inline constexpr bool fallback_inlined_for_views = true;
+
 // A fold of at most 32 partials runs warp 0's tree alone, without the block stage's two
 // barriers (the same bits: the other warps hold nothing). For the commutative and the
 // ordered plan.

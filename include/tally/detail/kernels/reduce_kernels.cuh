@@ -12,6 +12,7 @@
 
 #include "tally/detail/kernels/grid_dependency.cuh"
 #include "tally/detail/kernels/publish_result.cuh"
+#include "tally/detail/loads/loads.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/scratch_layout.cuh"
 #include "tally/detail/tile/commutative_fold.cuh"
@@ -20,6 +21,7 @@
 #include "tally/detail/tuning.cuh"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace tally::detail {
 
@@ -103,18 +105,42 @@ __device__ __forceinline__ void reduce_unpublished_tiles(const Loader& load, con
 }
 
 // What block 0 of a single pass does after a wait ran out: it reduces the unpublished tiles,
-// then folds every cell without a bound. Out of line on purpose: inlined, this cold path's
-// second copy of the tile code and of the fold made ptxas spill 24-180 bytes per thread in the
-// single pass of float, int and double sums (it had none before the fallback existed), which
-// every tile block paid for on the hot path. A call costs only the path that runs it.
+// then folds every cell without a bound.
 template <class Acc, int VW, class Loader, class Op, class Codec>
-__device__ __noinline__ Acc refold_after_wait_ran_out(Loader load, reduction_plan plan, Op op, Codec codec,
-                                                       partial_cell<typename Codec::partial_type>* cells,
-                                                       fold_sync sync) {
+__device__ __forceinline__ Acc refold_unpublished(const Loader& load, const reduction_plan& plan, Op& op,
+                                                  const Codec& codec, partial_cell<typename Codec::partial_type>* cells,
+                                                  fold_sync sync) {
   reduce_unpublished_tiles<Acc, VW>(load, plan, op, codec, cells, sync);
   bool gave_up = false;
   return fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, false, gave_up);
 }
+
+// The same, out of line. For loaders of plain elements, inlined, this cold path's second copy
+// of the tile code and of the fold made ptxas spill on the hot path of the single pass of
+// float, int and double sums (none spilled before the fallback existed), and every tile block
+// paid for it; called, it costs only the path that runs it. For the views the call measured
+// slower than the spills (docs/decisions/0043-fallback-inlined-for-views.md), so they inline it.
+template <class Acc, int VW, class Loader, class Op, class Codec>
+__device__ __noinline__ Acc refold_after_wait_ran_out(Loader load, reduction_plan plan, Op op, Codec codec,
+                                                       partial_cell<typename Codec::partial_type>* cells,
+                                                       fold_sync sync) {
+  return refold_unpublished<Acc, VW>(load, plan, op, codec, cells, sync);
+}
+
+// Loaders of plain elements: contiguous data of the element type, aligned or not.
+template <class Loader>
+struct loads_plain_elements : std::false_type {};
+template <class V, int VW>
+struct loads_plain_elements<vector_loader<V, VW>> : std::true_type {};
+template <class V, int VW>
+struct loads_plain_elements<aligned_where_possible_loader<V, VW>> : std::true_type {};
+template <class V, int VW>
+struct loads_plain_elements<iterator_loader<const V*, V, VW>> : std::true_type {};
+template <class V, int VW>
+struct loads_plain_elements<iterator_loader<V*, V, VW>> : std::true_type {};
+
+template <class Loader>
+inline constexpr bool refolds_out_of_line = !tuning::fallback_inlined_for_views || loads_plain_elements<Loader>::value;
 
 // What block 0 of a single pass does besides the fold, chosen by the host (launch_single_pass).
 //   folds_only     it reduces no tile: from the kernel's start it folds each partial as soon
@@ -149,7 +175,13 @@ __global__ void __launch_bounds__(block_threads, MinBlocks)
   // not seen published and folds again, every cell filled (partials.cuh, fold_sync).
   bool gave_up = false;
   Acc total = fold_published_partials<Acc>(codec, cells, plan.tiles, plan.tile_items, op, sync, true, gave_up);
-  if (gave_up) total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
+  if (gave_up) {
+    if constexpr (refolds_out_of_line<Loader>) {
+      total = refold_after_wait_ran_out<Acc, VW>(load, plan, op, codec, cells, sync);
+    } else {
+      total = refold_unpublished<Acc, VW>(load, plan, op, codec, cells, sync);
+    }
+  }
   if (threadIdx.x == 0) publish(out, static_cast<Out>(static_cast<Acc>(op(init, total))), handoff);
 }
 
