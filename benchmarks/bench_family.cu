@@ -33,6 +33,7 @@
 // device view's answer against the public one. A mismatch marks that benchmark as an error
 // and leaves the rest of the run alone.
 
+#include "support/family_predicates.cuh"
 #include "support/harness.cuh"
 #include "support/timing.cuh"
 #include "tally/tally.cuh"
@@ -65,18 +66,10 @@ constexpr int roundtrip_repetitions = 7;
 constexpr double min_time_s = 0.03;
 constexpr std::uint64_t seed = 0xFA11'7A11'2026ull;
 
-struct square {
-  __host__ __device__ float operator()(float x) const { return x * x; }
-};
-struct below_half {
-  __host__ __device__ bool operator()(float x) const { return x < 0.5f; }
-};
-struct below_two {
-  __host__ __device__ bool operator()(float x) const { return x < 2.0f; }
-};
-struct above_two {
-  __host__ __device__ bool operator()(float x) const { return x > 2.0f; }
-};
+using bench::above_two;
+using bench::below_half;
+using bench::below_two;
+using bench::square;
 
 struct context {
   cudaStream_t stream = nullptr;

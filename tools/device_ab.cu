@@ -5,6 +5,7 @@
 // each stream has its own scratch block, so the spread is what the block's address alone
 // does to the time.
 // Usage: device_ab SIDE_A.so SIDE_B.so [BLOCKS]
+#include "ab_blocks.h"
 #include "support/timing.cuh"
 
 #include <cuda_runtime.h>
@@ -16,11 +17,6 @@
 
 using init_fn = int (*)();
 using device_fn = double (*)(int, int, int, const void* const*, int, std::size_t, int);
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 int main(int argc, char** argv) {
   const int blocks = argc > 3 ? std::atoi(argv[3]) : 20;
@@ -65,24 +61,12 @@ int main(int argc, char** argv) {
               std::fprintf(stderr, "side %d failed\n", s);
               return 3;
             }
-        std::vector<std::vector<double>> per[2] = {std::vector<std::vector<double>>(streams), std::vector<std::vector<double>>(streams)};
-        for (int b = 0; b < blocks; ++b)
-          for (int k = 0; k < 2; ++k) {
-            const int s = (b % 2 == 0) ? k : 1 - k;
-            for (int w = 0; w < streams; ++w) per[s][w].push_back(f[s](type, strategy, w, buf.data(), int(copies), n, calls));
-          }
-        double all_median[2], spread[2];
-        for (int s = 0; s < 2; ++s) {
-          std::vector<double> all, medians;
-          for (int w = 0; w < streams; ++w) {
-            all.insert(all.end(), per[s][w].begin(), per[s][w].end());
-            medians.push_back(median(per[s][w]));
-          }
-          all_median[s] = median(all);
-          spread[s] = *std::max_element(medians.begin(), medians.end()) / *std::min_element(medians.begin(), medians.end());
-        }
+        const ab_summary r = time_alternating(blocks, streams, [&](int side, int stream) {
+          return f[side](type, strategy, stream, buf.data(), int(copies), n, calls);
+        });
         std::printf("| %s | %s | 2^%d | %.3f | %.3f | %.3f | %.3f | %.3f |\n", types[type], strategies[strategy],
-                    __builtin_ctzll(n), all_median[0], all_median[1], all_median[1] / all_median[0], spread[0], spread[1]);
+                    __builtin_ctzll(n),
+                    r.median[0], r.median[1], r.median[1] / r.median[0], r.spread[0], r.spread[1]);
         std::fflush(stdout);
         for (void* b : buf) cudaFree(b);
       }

@@ -7,6 +7,7 @@
 // tools/device_ab_report.py combines the two placements.
 // Usage: family_ab SIDE_A.so SIDE_B.so [BLOCKS]   (ONLY=KIND,CASE,LOG2N narrows, -1 for all;
 //   SIZES=a,b,c as log2 of N, default 10,12,14,16,18,20,22,24,26)
+#include "ab_blocks.h"
 #include "support/timing.cuh"
 
 #include <cuda_runtime.h>
@@ -22,11 +23,6 @@ using cases_fn = int (*)(int);
 using name_fn = const char* (*)(int, int);
 using run_fn = double (*)(int, int, int, const float* const*, const float* const*, const float* const*, int,
                           std::size_t, int);
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -93,26 +89,11 @@ int main(int argc, char** argv) {
               std::fprintf(stderr, "side %d failed: %s %s 2^%d\n", s, kinds[kind], name(kind, which), log2n);
               return 3;
             }
-        std::vector<std::vector<double>> per[2] = {std::vector<std::vector<double>>(streams),
-                                                   std::vector<std::vector<double>>(streams)};
-        for (int b = 0; b < blocks; ++b)
-          for (int k = 0; k < 2; ++k) {
-            const int s = (b % 2 == 0) ? k : 1 - k;
-            for (int w = 0; w < streams; ++w)
-              per[s][w].push_back(run[s](kind, which, w, x.data(), y.data(), z.data(), copies, n, calls));
-          }
-        double all_median[2], spread[2];
-        for (int s = 0; s < 2; ++s) {
-          std::vector<double> all, medians;
-          for (int w = 0; w < streams; ++w) {
-            all.insert(all.end(), per[s][w].begin(), per[s][w].end());
-            medians.push_back(median(per[s][w]));
-          }
-          all_median[s] = median(all);
-          spread[s] = *std::max_element(medians.begin(), medians.end()) / *std::min_element(medians.begin(), medians.end());
-        }
+        const ab_summary r = time_alternating(blocks, streams, [&](int side, int stream) {
+          return run[side](kind, which, stream, x.data(), y.data(), z.data(), copies, n, calls);
+        });
         std::printf("| %s | %s | 2^%d | %.3f | %.3f | %.3f | %.3f | %.3f |\n", name(kind, which), kinds[kind], log2n,
-                    all_median[0], all_median[1], all_median[1] / all_median[0], spread[0], spread[1]);
+                    r.median[0], r.median[1], r.median[1] / r.median[0], r.spread[0], r.spread[1]);
         std::fflush(stdout);
       }
     }

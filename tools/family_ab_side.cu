@@ -9,6 +9,7 @@
 // (kind 1) time k calls that return their answer to the host, by the host's clock.
 #include <tally/tally.cuh>
 
+#include "support/family_predicates.cuh"
 #include "support/timing.cuh"
 
 #include <cuda_bf16.h>
@@ -24,18 +25,10 @@
 
 namespace {
 
-struct square {
-  __host__ __device__ float operator()(float x) const { return x * x; }
-};
-struct below_half {
-  __host__ __device__ bool operator()(float x) const { return x < 0.5f; }
-};
-struct below_two {
-  __host__ __device__ bool operator()(float x) const { return x < 2.0f; }
-};
-struct above_two {
-  __host__ __device__ bool operator()(float x) const { return x > 2.0f; }
-};
+using bench::above_two;
+using bench::below_half;
+using bench::below_two;
+using bench::square;
 
 using xyz = cuda::std::tuple<float, float, float>;
 using box = cuda::std::tuple<float, float, float, float, float, float>;
