@@ -132,9 +132,14 @@ __device__ __forceinline__ void reduce_by_lane_groups(It first, const Bounds& bo
   constexpr unsigned per_pass = warp_threads / Lanes;
   const unsigned lane = threadIdx.x % warp_threads;
   const unsigned count = unsigned(__popc(mask));
+  // Lane e holds the lane of the warp's e-th such segment, found once: __fns has no instruction
+  // of its own (it compiles to a search of some forty), and a pass then needs one shuffle to
+  // find its segment instead (decision 0044).
+  const unsigned source_of_entry = lane < count ? unsigned(__fns(mask, 0, int(lane) + 1)) : lane;
   for (unsigned k = 0; k < count; k += per_pass) {
     const unsigned entry = k + lane / Lanes;
-    const unsigned source = entry < count ? __fns(mask, 0, int(entry) + 1) : lane;
+    const unsigned listed_source = __shfl_sync(tally::warp::full_mask, source_of_entry, int(entry % warp_threads));
+    const unsigned source = entry < count ? listed_source : lane;
     const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
     std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
     if (entry >= count) size = 0;
