@@ -121,26 +121,50 @@ TEST_F(segmented_device, every_size_class_double) { check_offsets_form<double>(3
 TEST_F(segmented_device, every_size_class_int) { check_offsets_form<int>(4, 400, 0); }
 TEST_F(segmented_device, every_size_class_long_long) { check_offsets_form<long long>(5, 50, 0); }
 
+// At most few_segments_max<Acc> segments (a block's threads, fewer for accumulators wider than 8
+// bytes) counted on the host take two launches of their own (decision 0045) instead of the
+// lists': the 36 segments of every size class alone, long ones among them, and the counts at the
+// route's edge, where one segment more takes the lists.
+TEST_F(segmented_device, few_segments_of_every_size_class) {
+  static_assert(tally::detail::few_segments_max<float> == 256 && tally::detail::few_segments_max<double> == 256);
+  check_offsets_form<float>(21, 0, 0);
+  check_offsets_form<float>(22, 0, 1);
+  check_offsets_form<double>(23, 0, 1);
+  check_offsets_form<int>(24, 0, 0);
+  check_offsets_form<long long>(25, 0, 0);
+}
+TEST_F(segmented_device, few_segments_at_the_routes_edge) {
+  check_offsets_form<float>(26, 256 - 36, 0);  // 256 segments: the last count of the route
+  check_offsets_form<float>(27, 257 - 36, 0);  // 257: the lists
+  check_offsets_form<int>(28, 256 - 36, 2);
+}
+
 // Long segments of many tiles: more than segment_split_max of them (so some are reduced whole
 // by one block and others split over many), and one of more than block_threads tiles, whose
 // chains fold several partials each.
+// Each shape twice: alone (151 segments, the few segments' route) and after 300 segments of one
+// element (the lists').
 TEST_F(segmented_device, long_segments_whole_and_split) {
-  seeded s(6);
-  SCOPED_TRACE(s.trace());
-  std::vector<std::int64_t> offsets{0};
-  std::uniform_int_distribution<std::int64_t> size(8193, 5 * 8192);
-  for (int i = 0; i < 150; ++i) offsets.push_back(offsets.back() + size(s.rng));
-  offsets.push_back(offsets.back() + (under_sanitizer() ? 300000 : 2100000 + 3));  // 257 tiles of floats
-  auto v = random_values<float>(std::size_t(offsets.back()), s.rng);
-  for (auto& x : v) x += 0.25f;
-  const thrust::device_vector<float> d_v(v.begin(), v.end());
-  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  thrust::device_vector<float> d_out(poisoned_vector<float>(offsets.size() - 1));
-  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), -1.5f,
-                          tally::plus<float>{});
-  const thrust::host_vector<float> h_out = d_out;
-  const std::vector<std::int64_t> begins(offsets.begin(), offsets.end() - 1), ends(offsets.begin() + 1, offsets.end());
-  expect_segments(v, begins, ends, std::vector<float>(h_out.begin(), h_out.end()), -1.5f);
+  for (const int ones_before : {0, 300}) {
+    SCOPED_TRACE("segments of one element before the long ones: " + std::to_string(ones_before));
+    seeded s(6);
+    SCOPED_TRACE(s.trace());
+    std::vector<std::int64_t> offsets{0};
+    for (int i = 0; i < ones_before; ++i) offsets.push_back(offsets.back() + 1);
+    std::uniform_int_distribution<std::int64_t> size(8193, 5 * 8192);
+    for (int i = 0; i < 150; ++i) offsets.push_back(offsets.back() + size(s.rng));
+    offsets.push_back(offsets.back() + (under_sanitizer() ? 300000 : 2100000 + 3));  // 257 tiles of floats
+    auto v = random_values<float>(std::size_t(offsets.back()), s.rng);
+    for (auto& x : v) x += 0.25f;
+    const thrust::device_vector<float> d_v(v.begin(), v.end());
+    const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+    thrust::device_vector<float> d_out(poisoned_vector<float>(offsets.size() - 1));
+    tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), -1.5f,
+                            tally::plus<float>{});
+    const thrust::host_vector<float> h_out = d_out;
+    const std::vector<std::int64_t> begins(offsets.begin(), offsets.end() - 1), ends(offsets.begin() + 1, offsets.end());
+    expect_segments(v, begins, ends, std::vector<float>(h_out.begin(), h_out.end()), -1.5f);
+  }
 }
 
 // More long segments than are split chain by chain: with an accumulator of 64 bytes the first
@@ -323,21 +347,27 @@ TEST_F(segmented_device, begin_end_offsets_and_other_operators) {
 // Offsets in device memory are not checked on the host: a segment whose offsets decrease or
 // are negative gives init and reads nothing (compute-sanitizer's memcheck runs this), and its
 // neighbours are right.
+// Both routes: these five segments alone (few segments), and followed by 300 of one element (the lists).
 TEST_F(segmented_device, bad_device_offsets_give_init) {
-  const std::vector<float> v(1000, 1.0f);
-  const thrust::device_vector<float> d_v(v.begin(), v.end());
-  const std::vector<std::int64_t> offsets = {0, 10, 5, 500, -7, 1000};
-  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  thrust::device_vector<float> d_out(poisoned_vector<float>(5));
-  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 0.5f,
-                          tally::plus<float>{});
-  const thrust::host_vector<float> out = d_out;
-  EXPECT_EQ(out[0], 10.5f);
-  EXPECT_EQ(out[1], 0.5f) << "offsets 10 then 5 decrease";
-  EXPECT_EQ(out[2], 495.5f);
-  EXPECT_EQ(out[3], 0.5f) << "offsets 500 then -7 decrease";
-  EXPECT_EQ(out[4], 0.5f) << "offset -7 is negative";
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  for (const int ones_after : {0, 300}) {
+    SCOPED_TRACE("segments of one element after: " + std::to_string(ones_after));
+    const std::vector<float> v(1000 + ones_after, 1.0f);
+    const thrust::device_vector<float> d_v(v.begin(), v.end());
+    std::vector<std::int64_t> offsets = {0, 10, 5, 500, -7, 1000};
+    for (int i = 0; i < ones_after; ++i) offsets.push_back(offsets.back() + 1);
+    const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+    thrust::device_vector<float> d_out(poisoned_vector<float>(offsets.size() - 1));
+    tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 0.5f,
+                            tally::plus<float>{});
+    const thrust::host_vector<float> out = d_out;
+    EXPECT_EQ(out[0], 10.5f);
+    EXPECT_EQ(out[1], 0.5f) << "offsets 10 then 5 decrease";
+    EXPECT_EQ(out[2], 495.5f);
+    EXPECT_EQ(out[3], 0.5f) << "offsets 500 then -7 decrease";
+    EXPECT_EQ(out[4], 0.5f) << "offset -7 is negative";
+    for (int i = 0; i < ones_after; ++i) ASSERT_EQ(out[5 + i], 1.5f) << "segment " << 5 + i;
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  }
 }
 
 // What the host can check is refused before anything runs, with a sentence, and the context
@@ -378,47 +408,51 @@ TEST_F(segmented_device, refused_arguments) {
 
 // On a stream of the application's, and captured in a graph replayed on another stream after
 // the capturing stream is gone: the scratch is the graph's own.
+// Both routes: 86 segments (few segments) and 436 (the lists, whose count words a replay reuses).
 TEST_F(segmented_device, streams_and_graphs) {
-  seeded s(10);
-  SCOPED_TRACE(s.trace());
-  const auto offsets = class_edge_offsets(s.rng, 50);
-  auto v = random_values<float>(std::size_t(offsets.back()), s.rng);
-  const thrust::device_vector<float> d_v(v.begin(), v.end());
-  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  const std::size_t segments = offsets.size() - 1;
-  std::vector<float> want(segments);
-  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), want.begin(), 0.0f,
-                          tally::plus<float>{});
-  thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
-  cudaStream_t capturing, other;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
-  cudaGraph_t graph;
-  ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  tally::segmented_reduce(tally::device.on(capturing), d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(),
-                          0.0f, tally::plus<float>{});
-  ASSERT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess);
-  cudaGraphExec_t exec;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  ASSERT_EQ(cudaStreamDestroy(capturing), cudaSuccess);
-  for (int replay = 0; replay < 3; ++replay) {
-    thrust::fill(d_out.begin(), d_out.end(), -1.0f);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
-    // A direct call on another stream beside the replay, into its own output.
-    thrust::device_vector<float> d_direct(poisoned_vector<float>(segments));
-    tally::segmented_reduce(tally::device.on(cudaStreamPerThread), d_v.begin(), d_offsets.begin(), d_offsets.end(),
-                            d_direct.begin(), 0.0f, tally::plus<float>{});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const thrust::host_vector<float> got = d_out, direct = d_direct;
-    for (std::size_t i = 0; i < segments; ++i) {
-      ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "replay " << replay << ", segment " << i;
-      ASSERT_EQ(bits_of(direct[i]), bits_of(want[i])) << "direct call " << replay << ", segment " << i;
+  for (const std::size_t extra_random : {50, 400}) {
+    SCOPED_TRACE("segments: " + std::to_string(36 + extra_random));
+    seeded s(10);
+    SCOPED_TRACE(s.trace());
+    const auto offsets = class_edge_offsets(s.rng, extra_random);
+    auto v = random_values<float>(std::size_t(offsets.back()), s.rng);
+    const thrust::device_vector<float> d_v(v.begin(), v.end());
+    const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+    const std::size_t segments = offsets.size() - 1;
+    std::vector<float> want(segments);
+    tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), want.begin(), 0.0f,
+                            tally::plus<float>{});
+    thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
+    cudaStream_t capturing, other;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+    cudaGraph_t graph;
+    ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    tally::segmented_reduce(tally::device.on(capturing), d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(),
+                            0.0f, tally::plus<float>{});
+    ASSERT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess);
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    ASSERT_EQ(cudaStreamDestroy(capturing), cudaSuccess);
+    for (int replay = 0; replay < 3; ++replay) {
+      thrust::fill(d_out.begin(), d_out.end(), -1.0f);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
+      // A direct call on another stream beside the replay, into its own output.
+      thrust::device_vector<float> d_direct(poisoned_vector<float>(segments));
+      tally::segmented_reduce(tally::device.on(cudaStreamPerThread), d_v.begin(), d_offsets.begin(), d_offsets.end(),
+                              d_direct.begin(), 0.0f, tally::plus<float>{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const thrust::host_vector<float> got = d_out, direct = d_direct;
+      for (std::size_t i = 0; i < segments; ++i) {
+        ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "replay " << replay << ", segment " << i;
+        ASSERT_EQ(bits_of(direct[i]), bits_of(want[i])) << "direct call " << replay << ", segment " << i;
+      }
     }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(other);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(other);
 }
 
 // Per-cell x/y/z sums in one pass (a zip of three arrays, a tuple accumulator), a float3 array of

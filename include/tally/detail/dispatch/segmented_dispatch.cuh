@@ -158,6 +158,28 @@ equal_size_route route_of_equal_sizes(std::uint64_t longest, std::uint64_t segme
   return equal_size_route::none;
 }
 
+// Few segments counted on the host (1 to few_segments_max<Acc>), under a commutative operator:
+// every chain of every segment, a run of them to a block, then a block per segment folding its
+// chains, in the scratch of one lease (room for block_threads chains a segment, the most a
+// segment has: the host does not know the sizes).
+template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
+void launch_few_segments(It first, Bounds bounds, std::uint64_t segments, OutIt out, Acc init, Op op,
+                         const Policy& policy, int device) {
+  using V = iterator_value_t<It>;
+  constexpr int vw = plan_vector_width_v<It>;
+  constexpr auto chains_kernel = &few_segments_chains_kernel<Acc, vw, It, V, Bounds, Op>;
+  constexpr auto fold_kernel = &few_segments_fold_kernel<Acc, vw, Bounds, Op, OutIt>;
+  check_stream_of_device(policy.stream(), device);
+  scratch_lease lease(device, policy.stream(), std::size_t(segments * block_threads * sizeof(Acc)), false);
+  Acc* chains = static_cast<Acc*>(lease.scratch().partials);
+  launch_kernel<chains_kernel>(unsigned(resident_grid<chains_kernel>(policy, device)), block_threads, policy.stream(),
+                               device, first, bounds, op, segments, chains);
+  const std::uint64_t resident = resident_grid<fold_kernel>(policy, device);
+  launch_kernel<fold_kernel>(unsigned(segments < resident ? segments : resident), block_threads, policy.stream(), device,
+                             bounds, init, op, out, segments, static_cast<const Acc*>(chains));
+  lease.launched();
+}
+
 // The operators that are not commutative: a block per segment in the ordered plan.
 template <class Acc, class It, class Bounds, class OutIt, class Op, class Policy>
 void launch_ordered_segmented(It first, Bounds bounds, const segment_count_source& count, OutIt out, Acc init, Op op,
@@ -242,6 +264,10 @@ void device_segmented_reduce(It first, Bounds bounds, std::uint64_t segments, st
         case equal_size_route::none:
           break;
       }
+    }
+    if (segments <= few_segments_max<Acc>) {
+      launch_few_segments(first, bounds, segments, out, init, op, policy, device);
+      return;
     }
     const segmented_scratch_shape shape = commutative_segmented_shape<Acc, plan_vector_width_v<It>>(count, longest);
     scratch_lease lease(device, policy.stream(), shape.total(), false);

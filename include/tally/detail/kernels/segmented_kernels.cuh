@@ -24,6 +24,9 @@
 // Segments of one size known on the host, of at most one tile, take one launch of a kernel for
 // their size class instead (decision 0036): lane_segments_kernel (at most warp_threads * VW
 // elements), warp_segments_kernel (at most block_threads * VW), one_tile_segments_kernel.
+// Few segments counted on the host (at most a block's threads) take two launches instead
+// (decision 0045): few_segments_chains_kernel, every chain of every segment, and
+// few_segments_fold_kernel, a block per segment.
 
 #include "tally/detail/kernels/block_counts.cuh"
 #include "tally/detail/kernels/grid_dependency.cuh"
@@ -670,6 +673,98 @@ __global__ void __launch_bounds__(block_threads)
     const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, init_for(bounds, s, init), op);
     if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
     __syncthreads();
+  }
+}
+
+// Few segments, counted on the host (at most few_segments_max<Acc>): two launches instead of the
+// lists' four (decision 0045). Each block of both numbers the segments' chains itself, a thread
+// a segment and a block scan: chain_start[s] is the number of chains of segments 0 .. s - 1, and
+// chain_start[segments] all of them. Returns that total.
+template <class Acc>
+inline constexpr std::uint64_t few_segments_max =
+    segment_split_capacity<Acc> < block_threads ? segment_split_capacity<Acc> : block_threads;
+
+template <int VW, class Op, class Bounds>
+__device__ __forceinline__ std::uint32_t number_few_segments(const Bounds& bounds, std::uint64_t segments,
+                                                             std::uint32_t* chain_start, std::uint64_t* warp_sums) {
+  const bool has = threadIdx.x < segments;
+  const std::uint64_t chains = has ? chains_of(make_plan(bounds(threadIdx.x).size, VW, plan_max_tiles_for<Op>)) : 0;
+  std::uint64_t total = 0;
+  const std::uint64_t before = block_exclusive_sum(chains, warp_sums, total);  // at most 2^21 chains
+  if (has) chain_start[threadIdx.x] = static_cast<std::uint32_t>(before);
+  if (threadIdx.x == 0) chain_start[segments] = static_cast<std::uint32_t>(total);
+  __syncthreads();
+  return static_cast<std::uint32_t>(total);
+}
+
+// Each block a run of consecutive chains of all the segments, as long_segments_kernel computes a
+// split segment's, into chains_out[chain_start[s] + t]: a segment of one tile or less is one
+// chain, its tile's partial.
+template <class Acc, int VW, class It, class V, class Bounds, class Op>
+__global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
+    few_segments_chains_kernel(It first, Bounds bounds, Op op, std::uint64_t segments, Acc* chains_out) {
+  wait_for_prior_grid();
+  using loader = typename segment_loader_of<It, V, VW>::type;
+  __shared__ std::uint32_t chain_start[block_threads + 1];
+  __shared__ std::uint64_t warp_sums[block_threads / warp_threads];
+  const std::uint32_t chain_count = number_few_segments<VW, Op>(bounds, segments, chain_start, warp_sums);
+  const std::uint32_t per_block = (chain_count + gridDim.x - 1) / gridDim.x;
+  std::uint32_t q = blockIdx.x * per_block;
+  const std::uint32_t q_end = q + per_block < chain_count ? q + per_block : chain_count;
+  if (q >= q_end) return;
+  // The segment of chain q: the last whose first chain is at most q (empty segments before it
+  // have no chain and are passed over).
+  std::uint32_t s = 0;
+  while (s + 1 < segments && chain_start[s + 1] <= q) ++s;
+  while (q < q_end) {
+    const segment_extent e = bounds(s);
+    const loader load{advance_to(first, e.begin)};
+    const reduction_plan plan = make_plan(e.size, VW, plan_max_tiles_for<Op>);
+    const std::uint32_t start = chain_start[s];
+    const auto chains = static_cast<std::uint32_t>(chains_of(plan));
+    const std::uint32_t end_chain = q_end - start >= chains ? chains : q_end - start;
+    // A chain of one tile each: the run's tiles in one pass; else a chain at a time, its tiles
+    // t, t + block_threads, ... folded in order.
+    const bool tile_chains = plan.tiles <= block_threads;
+    for (std::uint32_t t = q - start; t < end_chain; t = tile_chains ? end_chain : t + 1) {
+      Acc chain{};
+      reduce_tile_range<Acc, VW>(load, plan, op, t, tile_chains ? end_chain : plan.tiles, tile_chains ? 1 : block_threads,
+                                 [&](std::uint64_t tile, const Acc& partial) {
+                                   if (tile_chains) {
+                                     if (threadIdx.x == 0) chains_out[start + tile] = partial;
+                                   } else {
+                                     chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
+                                   }
+                                 });
+      if (!tile_chains && threadIdx.x == 0) chains_out[start + t] = chain;
+    }
+    q = start + end_chain;
+    ++s;
+  }
+}
+
+// A block per segment folds its chains (split_segments_kernel's fold); an empty segment is init.
+template <class Acc, int VW, class Bounds, class Op, class OutIt>
+__global__ void __launch_bounds__(block_threads)
+    few_segments_fold_kernel(Bounds bounds, Acc init, Op op, OutIt out, std::uint64_t segments, const Acc* chains) {
+  wait_for_prior_grid();
+  using out_diff = typename std::iterator_traits<OutIt>::difference_type;
+  __shared__ std::uint32_t chain_start[block_threads + 1];
+  __shared__ std::uint64_t warp_sums[block_threads / warp_threads];
+  number_few_segments<VW, Op>(bounds, segments, chain_start, warp_sums);
+  for (std::uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const reduction_plan plan = make_plan(bounds(s).size, VW, plan_max_tiles_for<Op>);
+    const Acc own_init = init_for(bounds, s, init);
+    if (plan.tiles == 0) {
+      if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = own_init;
+      continue;
+    }
+    const bool valid = threadIdx.x < chains_of(plan);
+    Acc chain{};
+    if (valid) chain = chains[chain_start[s] + threadIdx.x];
+    const Acc result = segment_fold_chains<Acc>(chain, valid, plan.tiles, own_init, op);
+    if (threadIdx.x == 0) out[static_cast<out_diff>(s)] = result;
+    __syncthreads();  // the block tree's shared memory is read before the next segment's writes it
   }
 }
 
