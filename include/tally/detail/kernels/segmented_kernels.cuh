@@ -707,15 +707,18 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
   using loader = typename segment_loader_of<It, V, VW>::type;
   __shared__ std::uint32_t chain_start[block_threads + 1];
   __shared__ std::uint64_t warp_sums[block_threads / warp_threads];
+  __shared__ std::uint32_t first_segment;
   const std::uint32_t chain_count = number_few_segments<VW, Op>(bounds, segments, chain_start, warp_sums);
   const std::uint32_t per_block = (chain_count + gridDim.x - 1) / gridDim.x;
   std::uint32_t q = blockIdx.x * per_block;
   const std::uint32_t q_end = q + per_block < chain_count ? q + per_block : chain_count;
   if (q >= q_end) return;
-  // The segment of chain q: the last whose first chain is at most q (empty segments before it
-  // have no chain and are passed over).
-  std::uint32_t s = 0;
-  while (s + 1 < segments && chain_start[s + 1] <= q) ++s;
+  // The segment of chain q: the one thread whose segment holds it says so (a walk over the
+  // starts by one thread would take a block with a late run hundreds of dependent steps).
+  if (threadIdx.x < segments && chain_start[threadIdx.x] <= q && q < chain_start[threadIdx.x + 1])
+    first_segment = threadIdx.x;
+  __syncthreads();
+  std::uint32_t s = first_segment;
   while (q < q_end) {
     const segment_extent e = bounds(s);
     const loader load{advance_to(first, e.begin)};
