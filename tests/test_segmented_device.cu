@@ -121,12 +121,13 @@ TEST_F(segmented_device, every_size_class_double) { check_offsets_form<double>(3
 TEST_F(segmented_device, every_size_class_int) { check_offsets_form<int>(4, 400, 0); }
 TEST_F(segmented_device, every_size_class_long_long) { check_offsets_form<long long>(5, 50, 0); }
 
-// At most few_segments_max<Acc> segments (a block's threads, fewer for accumulators wider than 8
+// At most few_segments_max<Acc> segments (a block's threads, fewer for accumulators wider than 32
 // bytes) counted on the host take two launches of their own (decision 0045) instead of the
 // lists': the 36 segments of every size class alone, long ones among them, and the counts at the
 // route's edge, where one segment more takes the lists.
 TEST_F(segmented_device, few_segments_of_every_size_class) {
   static_assert(tally::detail::few_segments_max<float> == 256 && tally::detail::few_segments_max<double> == 256);
+  static_assert(tally::detail::few_segments_max<wide_eight> == 128, "256 chains of 64 bytes a segment fit 2 MiB for 128");
   check_offsets_form<float>(21, 0, 0);
   check_offsets_form<float>(22, 0, 1);
   check_offsets_form<double>(23, 0, 1);

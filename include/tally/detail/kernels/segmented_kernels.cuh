@@ -676,14 +676,17 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// Few segments, counted on the host (at most few_segments_max<Acc>): two launches instead of the
-// lists' four (decision 0045). Each block of both numbers the segments' chains itself, a thread
-// a segment and a block scan: chain_start[s] is the number of chains of segments 0 .. s - 1, and
-// chain_start[segments] all of them. Returns that total.
+// Few segments, counted on the host: two launches instead of the lists' four (decision 0045). At
+// most a block's threads of them, and at most as many as segment_split_capacity (all of them
+// split, 256 chains each, in segmented_chain_bytes of scratch: fewer than 256 only for
+// accumulators wider than 32 bytes).
 template <class Acc>
 inline constexpr std::uint64_t few_segments_max =
     segment_split_capacity<Acc> < block_threads ? segment_split_capacity<Acc> : block_threads;
 
+// Each block of both launches numbers the segments' chains itself, a thread a segment and a
+// block scan: chain_start[s] is the number of chains of segments 0 .. s - 1, and
+// chain_start[segments] all of them. Returns that total.
 template <int VW, class Op, class Bounds>
 __device__ __forceinline__ std::uint32_t number_few_segments(const Bounds& bounds, std::uint64_t segments,
                                                              std::uint32_t* chain_start, std::uint64_t* warp_sums) {
