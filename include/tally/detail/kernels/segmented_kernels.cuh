@@ -93,6 +93,28 @@ __host__ __device__ inline std::uint64_t chains_of(const reduction_plan& plan) {
   return plan.tiles < block_threads ? plan.tiles : block_threads;
 }
 
+// Chains first_chain .. end_chain - 1 of a segment's plan, each handed to keep(t, chain) by thread
+// 0 (the long segments' and the few segments' kernels). Chains of one tile each (at most
+// block_threads tiles): the run's tiles in one pass, the next in flight; else a chain at a time,
+// its tiles t, t + block_threads, ... folded in order.
+template <class Acc, int VW, class Loader, class Op, class Keep>
+__device__ __forceinline__ void reduce_chain_run(const Loader& load, const reduction_plan& plan, Op& op,
+                                                 std::uint32_t first_chain, std::uint32_t end_chain, const Keep& keep) {
+  const bool tile_chains = plan.tiles <= block_threads;
+  for (std::uint32_t t = first_chain; t < end_chain; t = tile_chains ? end_chain : t + 1) {
+    Acc chain{};
+    reduce_tile_range<Acc, VW>(load, plan, op, t, tile_chains ? end_chain : plan.tiles,
+                               tile_chains ? 1 : block_threads, [&](std::uint64_t tile, const Acc& partial) {
+                                 if (tile_chains) {
+                                   if (threadIdx.x == 0) keep(std::uint32_t(tile), partial);
+                                 } else {
+                                   chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
+                                 }
+                               });
+    if (!tile_chains && threadIdx.x == 0) keep(t, chain);
+  }
+}
+
 // The largest of the warp's values, in every lane.
 __device__ __forceinline__ unsigned warp_max(unsigned value) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -626,21 +648,7 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
         chains_out[start + t] = chain;
       }
     };
-    // A chain of one tile each: the run's tiles in one pass; else a chain at a time, its tiles
-    // t, t + block_threads, ... folded in order.
-    const bool tile_chains = plan.tiles <= block_threads;
-    for (std::uint32_t t = first_chain; t < end_chain; t = tile_chains ? end_chain : t + 1) {
-      Acc chain{};
-      reduce_tile_range<Acc, VW>(load, plan, op, t, tile_chains ? end_chain : plan.tiles,
-                                 tile_chains ? 1 : block_threads, [&](std::uint64_t tile, const Acc& partial) {
-                                   if (tile_chains) {
-                                     if (threadIdx.x == 0) keep(std::uint32_t(tile), partial);
-                                   } else {
-                                     chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
-                                   }
-                                 });
-      if (!tile_chains && threadIdx.x == 0) keep(t, chain);
-    }
+    reduce_chain_run<Acc, VW>(load, plan, op, first_chain, end_chain, keep);
     if (is_whole) {
       __syncthreads();
       const bool valid = threadIdx.x < chains;
@@ -729,21 +737,8 @@ __global__ void __launch_bounds__(block_threads, long_segments_min_blocks)
     const std::uint32_t start = chain_start[s];
     const auto chains = static_cast<std::uint32_t>(chains_of(plan));
     const std::uint32_t end_chain = q_end - start >= chains ? chains : q_end - start;
-    // A chain of one tile each: the run's tiles in one pass; else a chain at a time, its tiles
-    // t, t + block_threads, ... folded in order.
-    const bool tile_chains = plan.tiles <= block_threads;
-    for (std::uint32_t t = q - start; t < end_chain; t = tile_chains ? end_chain : t + 1) {
-      Acc chain{};
-      reduce_tile_range<Acc, VW>(load, plan, op, t, tile_chains ? end_chain : plan.tiles, tile_chains ? 1 : block_threads,
-                                 [&](std::uint64_t tile, const Acc& partial) {
-                                   if (tile_chains) {
-                                     if (threadIdx.x == 0) chains_out[start + tile] = partial;
-                                   } else {
-                                     chain = tile == t ? partial : static_cast<Acc>(op(chain, partial));
-                                   }
-                                 });
-      if (!tile_chains && threadIdx.x == 0) chains_out[start + t] = chain;
-    }
+    reduce_chain_run<Acc, VW>(load, plan, op, q - start, end_chain,
+                              [&](std::uint32_t t, const Acc& chain) { chains_out[start + t] = chain; });
     q = start + end_chain;
     ++s;
   }
