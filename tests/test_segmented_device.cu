@@ -591,9 +591,9 @@ TEST_F(segmented_device, an_operator_that_is_not_commutative_keeps_each_segments
 
 
 // Segments of more than VW and at most 32 VW elements, many to a warp: where their sizes differ,
-// a lane replays its segment's plan alone, depth first (segment_by_thread_tree); where they are
-// alike, lane groups do. Both must give each segment the bits of its own reduce: floats, doubles
-// (VW = 2) and an operator whose value depends on the tree's every combine.
+// the warp packs lane groups of each one's width into its passes, widest first; where they are
+// alike, every group has one width. Both must give each segment the bits of its own reduce:
+// floats, doubles (VW = 2) and an operator whose value depends on the tree's every combine.
 template <class T, class Op>
 void check_small_segments(std::uint64_t salt, Op op, T init) {
   seeded s(salt);
@@ -620,7 +620,7 @@ void check_small_segments(std::uint64_t salt, Op op, T init) {
   for (std::size_t i = 0; i < segments; ++i)
     alone[i] = tally::reduce(tally::host, v.begin() + offsets[i], v.begin() + offsets[i + 1], init, op);
   // A grid of 4 blocks keeps 32 segments to a warp (a full grid spreads these few segments one
-  // to a warp, and no warp would choose between the ways), and the full grid.
+  // to a warp, and no warp would pack groups of several widths), and the full grid.
   for (const unsigned grid : {4u, 0u}) {
     SCOPED_TRACE(grid == 0 ? "the full grid" : "a grid of 4 blocks");
     thrust::device_vector<T> d_out(poisoned_vector<T>(segments));
@@ -638,6 +638,45 @@ TEST_F(segmented_device, small_segments_of_mixed_sizes_replay_their_plans_tree) 
   check_small_segments<float>(13, tally::plus<float>{}, 3.0f);
   check_small_segments<double>(14, tally::plus<double>{}, 3.0);
   check_small_segments<unsigned>(15, order_witness{}, 7u);
+}
+
+// More groups of 32 segments than four resident grids' warps hold: the first launch's grid is
+// then four slices of a resident grid, each striding over its own share of the groups, and every
+// segment, in every slice and at each slice's edges, must be written once with its own bits.
+// Sizes of every route, most of them tiny; a count of segments that no slice divides evenly.
+TEST_F(segmented_device, many_groups_fill_every_slice_of_the_grid) {
+  seeded s(41);
+  SCOPED_TRACE(s.trace());
+  const int segments_wanted = under_sanitizer() ? 40003 : 1500007;
+  std::uniform_int_distribution<int> pick(0, 9999);
+  std::uniform_int_distribution<std::int64_t> tiny(0, 4), lanes(5, 128), warp(129, 1024), tile(1025, 8192);
+  std::vector<std::int64_t> offsets{0};
+  for (int i = 0; i < segments_wanted; ++i) {
+    const int kind = pick(s.rng);
+    const std::int64_t size = kind < 8500 ? tiny(s.rng) : kind < 9900 ? lanes(s.rng) : kind < 9990 ? warp(s.rng)
+                              : kind < 9999                        ? tile(s.rng)
+                                                                   : 20000;
+    offsets.push_back(offsets.back() + size);
+  }
+  const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
+  auto v = random_values<float>(n, s.rng);
+  for (auto& x : v) x = std::abs(x) + 0.25f;
+  const thrust::device_vector<float> d_v(v.begin(), v.end());
+  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
+  std::vector<float> on_host = poisoned_vector<float>(segments);
+  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), on_host.begin(), 2.0f,
+                          tally::plus<float>{});
+  thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
+  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 2.0f,
+                          tally::plus<float>{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const thrust::host_vector<float> h_out = d_out;
+  for (std::size_t i = 0; i < segments; ++i) {
+    ASSERT_EQ(bits_of(h_out[i]), bits_of(on_host[i])) << "segment " << i << " of " << (offsets[i + 1] - offsets[i]);
+    ASSERT_TRUE(sum_is_near(h_out[i], reference_sum<double>(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 2.0),
+                            sum_error_bound(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 2.0)))
+        << "segment " << i;
+  }
 }
 
 }  // namespace

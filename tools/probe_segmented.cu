@@ -3,9 +3,10 @@
 // kernels (are the bits the same, and which rows moved) and for a profiler (--profile: one call
 // a row after one untimed call, so that Nsight Compute sees each row's launches twice).
 //
-//   probe_segmented [--profile] [--rows NAME,NAME,...]
+//   probe_segmented [--profile] [--rows NAME,NAME,...] [--log2n K]
 //
-// Rows: 1, 4, 32, 256, 4096 (equal segments of that many elements), random (uniform 1-64),
+// --log2n: 2^K floats instead of 2^24 (2^10 to 2^30). Rows: 1, 4, 32, 256, 4096 (equal
+// segments of that many elements), random (uniform 1-64),
 // power (P(size >= s) ~ s^-1.2, at most 2^20), empty (random 1-64, a tenth of them empty).
 // Prints one line a row: name, segments, median device µs (5 timings of 10 back-to-back calls
 // on a held stream) and the FNV-1a hash of the outputs' bytes.
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -65,14 +67,17 @@ std::uint64_t fnv1a(const void* data, std::size_t bytes) {
 int main(int argc, char** argv) {
   bool profile = false;
   std::string only;
+  int log2n = 24;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--profile") {
       profile = true;
     } else if (a == "--rows" && i + 1 < argc) {
       only = "," + std::string(argv[++i]) + ",";
+    } else if (a == "--log2n" && i + 1 < argc && std::atoi(argv[i + 1]) >= 10 && std::atoi(argv[i + 1]) <= 30) {
+      log2n = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: probe_segmented [--profile] [--rows NAME,NAME,...]\n");
+      std::fprintf(stderr, "usage: probe_segmented [--profile] [--rows NAME,NAME,...] [--log2n 10..30]\n");
       return 2;
     }
   }
@@ -81,7 +86,7 @@ int main(int argc, char** argv) {
     std::printf("probe_segmented: no CUDA device; nothing to measure\n");
     return 0;
   }
-  const int n = 1 << 24;
+  const int n = 1 << log2n;
   float* in = nullptr;
   BENCH_CUDA_CHECK(cudaMalloc(&in, std::size_t(n) * sizeof(float)));
   bench::fill_random(in, std::size_t(n), 42);

@@ -68,16 +68,12 @@ inline constexpr bool transforms_at_fold = true;
 
 // ---- segmented reductions (kernels/segmented_kernels.cuh) ----------------------------------
 
-// A warp's segments of more than VW and at most warp_threads * VW elements go to groups of lanes
-// as wide as the widest of them needs, several segments a pass. Where that width is at least
-// segment_thread_tree_widest lanes, the groups would take at least segment_thread_tree_passes
-// passes, and some of the segments need fewer lanes, each lane instead replays its own
-// segment's lanes alone, depth first (tile/segment_replay.cuh, segment_by_thread_tree): with
-// many sizes that differ, most lanes of the groups would idle on most passes. Sizes alike, and
-// a few segments, keep the groups, whose loads coalesce and run side by side
-// (docs/decisions/0028-small-segments-by-lane.md).
-inline constexpr unsigned segment_thread_tree_widest = 16;
-inline constexpr unsigned segment_thread_tree_passes = 8;
+// The first launch's grid: where its groups of segments outnumber a resident grid's warps, up to
+// this many resident grids' worth of blocks, each grid's worth striding over its own share of the
+// groups. A group's cost varies by orders of magnitude with its segments' sizes; a block that
+// finishes its share early frees its slot for the next one instead of idling while the warps
+// that drew long segments run (docs/decisions/0046-packed-lane-groups-and-grid-slices.md).
+inline constexpr unsigned segments_by_size_slices = 4;
 
 // ---- column reductions (kernels/column_kernels.cuh) -----------------------------------------
 

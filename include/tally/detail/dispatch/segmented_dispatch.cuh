@@ -9,6 +9,7 @@
 #include "tally/detail/kernels/segmented_kernels.cuh"
 #include "tally/detail/plan.cuh"
 #include "tally/detail/scratch_layout.cuh"
+#include "tally/detail/tuning.cuh"
 #include "tally/operator_traits.cuh"
 
 #include <algorithm>
@@ -100,9 +101,22 @@ void launch_commutative_segmented_in(const call_scratch& scratch, unsigned char*
   while (group > 1 && segments < warps * group * 2) group /= 2;
   const std::uint64_t warps_needed = (segments + group - 1) / group;
   const std::uint64_t blocks_needed = (warps_needed + block_threads / warp_threads - 1) / (block_threads / warp_threads);
+  // More groups than a resident grid's warps: up to tuning::segments_by_size_slices resident
+  // grids' worth of blocks, each slice of the grid striding over its share of the groups. A
+  // forced grid size is the grid; and where only the device counts the segments (reduce_by_key's
+  // runs), S is a bound that can exceed them by far, and slices sized by it would launch blocks
+  // with nothing to do (measured slower for runs of 4096 keys and more), so one slice.
+  const std::uint64_t slices =
+      policy.forced_grid_size() != 0 || counted_on_device_v<Bounds>
+          ? 1
+          : std::min<std::uint64_t>(tuning::segments_by_size_slices, (blocks_needed + resident - 1) / resident);
+  const std::uint64_t grid =
+      std::max<std::uint64_t>(1, slices > 1 ? slices * resident : std::min(blocks_needed, resident));
+  const std::uint64_t slice_segments =
+      slices > 1 ? ((segments + group - 1) / group + slices - 1) / slices * group : segments;
   const cudaStream_t stream = policy.stream();
-  launch_kernel<by_size>(unsigned(blocks_needed < resident ? blocks_needed : resident), block_threads, stream, device,
-                         first, bounds, init, op, out, lists, group);
+  launch_kernel<by_size>(unsigned(grid), block_threads, stream, device, first, bounds, init, op, out, lists, group,
+                         slice_segments, unsigned(slices > 1 ? resident : grid));
   if (may_be_long) {
     // Block 0 numbers the chains; the others (at least one) reduce the listed short segments.
     const unsigned listed_grid = unsigned(std::max<std::uint64_t>(2, resident_grid<listed>(policy, device)));

@@ -147,77 +147,108 @@ __device__ __forceinline__ It advance_to(It first, std::uint64_t offset) {
   return first + static_cast<typename std::iterator_traits<It>::difference_type>(offset);
 }
 
-// The warp's segments that `Lanes` lanes can reduce (mask: their lanes), warp_threads / Lanes at
-// a time; `lane`'s own segment is `mine`; results go to out[first_segment + lane of the segment].
-template <unsigned Lanes, class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
-__device__ __forceinline__ void reduce_by_lane_groups(It first, const Bounds& bounds, unsigned mask,
-                                                      const segment_extent& mine, std::uint64_t first_segment,
-                                                      const Acc& init, Op& op, OutIt out) {
+// The OR of the warp's values, in every lane.
+__device__ __forceinline__ unsigned warp_or(unsigned value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_or_sync(tally::warp::full_mask, value);
+#else
+  for (int delta = 16; delta > 0; delta /= 2) value |= __shfl_xor_sync(tally::warp::full_mask, value, delta);
+  return value;
+#endif
+}
+
+// The warp's segments of VW < size <= warp_threads * VW elements (mask: their lanes; `width`:
+// lanes_covering the calling lane's chunks; `widest`: the warp's largest width), packed into passes of the warp: each segment a
+// group of `width` consecutive lanes, the widest first, so that no group straddles the end of a
+// pass (every earlier group's end is a multiple of the next width, and so of warp_threads where
+// it reaches a pass's end). A pass thus reduces as many segments as fit in its lanes, and the
+// warp takes as many passes as the segments' lanes fill, not as many as the widest needs for
+// every one of them (a warp of one 32-lane segment and a few narrow ones took a pass each).
+// Results go to out[first_segment + lane of the segment].
+template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
+__device__ __forceinline__ void reduce_by_packed_lanes(It first, const Bounds& bounds, unsigned mask, unsigned width,
+                                                       unsigned widest, const segment_extent& mine, std::uint64_t first_segment,
+                                                       const Acc& init, Op& op, OutIt out) {
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
-  constexpr unsigned per_pass = warp_threads / Lanes;
   const unsigned lane = threadIdx.x % warp_threads;
-  const unsigned count = unsigned(__popc(mask));
-  // Lane e holds the lane of the warp's e-th such segment, found once: __fns has no instruction
-  // of its own (it compiles to a search of some forty), and a pass then needs one shuffle to
-  // find its segment instead (decision 0044).
-  const unsigned source_of_entry = lane < count ? unsigned(__fns(mask, 0, int(lane) + 1)) : lane;
-  for (unsigned k = 0; k < count; k += per_pass) {
-    const unsigned entry = k + lane / Lanes;
-    const unsigned listed_source = __shfl_sync(tally::warp::full_mask, source_of_entry, int(entry % warp_threads));
-    const unsigned source = entry < count ? listed_source : lane;
-    const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, source);
-    std::uint64_t size = __shfl_sync(tally::warp::full_mask, mine.size, source);
-    if (entry >= count) size = 0;
-    const Acc own_init = entry < count ? init_for(bounds, first_segment + source, init) : init;
-    const Acc result =
-        segment_by_lanes<Lanes, Acc, VW>(iterator_loader<It, V, VW>{advance_to(first, begin)}, size, own_init, op);
-    if (entry < count && lane % Lanes == 0) out[static_cast<out_diff>(first_segment + source)] = result;
+  const unsigned below = (1u << lane) - 1u;
+  const bool owner = ((mask >> lane) & 1u) != 0;
+  // Each segment's place in the packing: its rank (widest first, then by lane) and its group's
+  // first lane, counted over all passes.
+  unsigned ranked = 0, packed = 0, rank = 0, start = 0;
+#pragma unroll
+  for (unsigned w = warp_threads; w >= 2; w /= 2) {
+    const unsigned of_width = __ballot_sync(tally::warp::full_mask, owner && width == w);
+    const unsigned before = unsigned(__popc(of_width & below));
+    if (owner && width == w) {
+      rank = ranked + before;
+      start = packed + before * w;
+    }
+    ranked += unsigned(__popc(of_width));
+    packed += unsigned(__popc(of_width)) * w;
+  }
+  // Lane e holds the lane of the segment of rank e: the one owner whose rank has e's bits.
+  unsigned source_of_rank = mask;
+#pragma unroll
+  for (unsigned bit = 0; bit < 5; ++bit) {
+    const unsigned with_bit = __ballot_sync(tally::warp::full_mask, owner && ((rank >> bit) & 1u) != 0);
+    source_of_rank &= ((lane >> bit) & 1u) != 0 ? with_bit : ~with_bit;
+  }
+  source_of_rank = source_of_rank != 0 ? unsigned(__ffs(int(source_of_rank))) - 1u : lane;
+  unsigned ranks_before = 0;  // groups of the earlier passes
+  // Segments of one width (most warps of segments of one size) lie at its multiples, every pass
+  // alike, which takes none of the search below.
+  const bool one_width = packed == ranked * widest;
+  const unsigned widest_shift = unsigned(__ffs(int(widest))) - 1u;
+  for (unsigned pass_begin = 0; pass_begin < packed; pass_begin += warp_threads) {
+    unsigned group_first = 0, group_rank = 0, pass_width = widest;
+    if (one_width) {
+      group_first = lane & ~(widest - 1u);
+      group_rank = ranks_before + (lane >> widest_shift);
+      ranks_before += warp_threads >> widest_shift;
+    } else {
+      // The pass's groups by their first lanes; the calling lane's group is the last that starts
+      // at or below it, and its rank follows those of the earlier passes.
+      const bool starts_here = owner && start / warp_threads == pass_begin / warp_threads;
+      const unsigned starts = warp_or(starts_here ? 1u << (start % warp_threads) : 0u);
+      const unsigned at_or_below = starts & (0xffffffffu >> (warp_threads - 1 - lane));
+      group_first = warp_threads - 1u - unsigned(__clz(int(at_or_below)));
+      group_rank = ranks_before + unsigned(__popc(at_or_below)) - 1u;
+      ranks_before += unsigned(__popc(starts));
+      // The pass's widest group is its first: as wide as up to the second's start, or the pass.
+      const unsigned later = starts & (starts - 1u);
+      const unsigned rest = packed - pass_begin < warp_threads ? packed - pass_begin : warp_threads;
+      pass_width = later != 0 ? (later & (0u - later)) : rest;
+    }
+    const unsigned source = __shfl_sync(tally::warp::full_mask, source_of_rank, int(group_rank % warp_threads));
+    const std::uint64_t begin = __shfl_sync(tally::warp::full_mask, mine.begin, int(source));
+    const auto own_size = static_cast<unsigned>(mine.size);  // an owner's is at most warp_threads * VW
+    const unsigned shuffled_size = __shfl_sync(tally::warp::full_mask, own_size, int(source));
+    const bool has = pass_begin + lane < packed;
+    const unsigned size = has ? shuffled_size : 0u;
+    const bool is_first = has && lane == group_first;
+    const Acc own_init = is_first ? init_for(bounds, first_segment + source, init) : init;
+    const Acc result = segment_by_lane_group<Acc, VW>(iterator_loader<It, V, VW>{advance_to(first, begin)}, size,
+                                                      lane - group_first, pass_width, own_init, op);
+    if (is_first) out[static_cast<out_diff>(first_segment + source)] = result;
   }
 }
 
-// The warp's segments of more than VW elements: those of at most lane_max elements as many at
-// once as the widest of them allows, or a lane each where their sizes differ widely
-// (tuning::segment_thread_tree_widest), then the others one after another, the whole warp
-// replaying the plan's block.
+// The warp's segments of more than VW elements: those of at most lane_max elements packed into
+// passes of lane groups (reduce_by_packed_lanes), then the others one after another, the whole
+// warp replaying the plan's block.
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bounds, segment_extent mine, bool by_lanes,
-                                                  bool by_warp,
-                                                  std::uint64_t first_segment, Acc init, Op op, OutIt out) {
+                                                     bool by_warp, std::uint64_t first_segment, Acc init, Op op,
+                                                     OutIt out) {
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   const unsigned lane = threadIdx.x % warp_threads;
   using loader = iterator_loader<It, V, VW>;
-  // Segments of at most lane_max elements: as many at once as the widest of them allows.
   const unsigned lanes_mask = __ballot_sync(tally::warp::full_mask, by_lanes);
   if (lanes_mask != 0) {
     const unsigned needed = by_lanes ? tally::warp::detail::lanes_covering(unsigned((mine.size + VW - 1) / VW)) : 1u;
-    const unsigned widest = warp_max(needed);
-    // Many segments of sizes that differ: lane groups as wide as the widest would leave most
-    // lanes idle on most of their passes, so each lane replays its own segment's lanes alone.
-    // (Bounds of equal sizes never differ: their kernels hold no such path.)
-    bool by_thread_tree = false;
-    if constexpr (!has_equal_sizes_v<Bounds>) {
-      const unsigned group_passes = (unsigned(__popc(lanes_mask)) * widest + warp_threads - 1) / warp_threads;
-      by_thread_tree = widest >= tuning::segment_thread_tree_widest &&
-                       group_passes >= tuning::segment_thread_tree_passes &&
-                       __any_sync(tally::warp::full_mask, by_lanes && needed < widest);
-    }
-    if (by_thread_tree) {
-      if constexpr (!has_equal_sizes_v<Bounds>) {
-        if (by_lanes)
-          out[static_cast<out_diff>(first_segment + lane)] = segment_by_thread_tree<Acc, VW>(
-              loader{advance_to(first, mine.begin)}, mine.size, init_for(bounds, first_segment + lane, init), op);
-      }
-    } else if (widest <= 2) {
-      reduce_by_lane_groups<2, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
-    } else if (widest <= 4) {
-      reduce_by_lane_groups<4, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
-    } else if (widest <= 8) {
-      reduce_by_lane_groups<8, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
-    } else if (widest <= 16) {
-      reduce_by_lane_groups<16, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
-    } else {
-      reduce_by_lane_groups<32, Acc, VW, It, V>(first, bounds, lanes_mask, mine, first_segment, init, op, out);
-    }
+    reduce_by_packed_lanes<Acc, VW, It, V>(first, bounds, lanes_mask, needed, warp_max(needed), mine, first_segment,
+                                           init, op, out);
   }
   // Segments of more: the whole warp replays the plan's block, one segment after another.
   for (unsigned lanes = __ballot_sync(tally::warp::full_mask, by_warp); lanes != 0; lanes &= lanes - 1) {
@@ -236,17 +267,20 @@ __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bou
 inline constexpr int segments_by_size_min_blocks = 8;
 
 // Segments per warp and pass: `group` (a power of two, at most warp_threads), so that a call of
-// few segments still spreads them over every warp of the grid (launch: segment_group_for).
+// few segments still spreads them over every warp of the grid (launch: segment_group_for). The
+// grid is slices of slice_blocks blocks, each striding over its own slice_segments segments, in
+// order (launch: tuning::segments_by_size_slices); where only the device knows S, one slice
+// whose slice_segments bounds S.
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     segments_by_size_kernel(It first, Bounds bounds, Acc init, Op op, OutIt out, segment_lists lists,
-                            unsigned group) {
+                            unsigned group, std::uint64_t slice_segments, unsigned slice_blocks) {
   wait_for_prior_grid();
   using loader = iterator_loader<It, V, VW>;
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   constexpr std::uint64_t lane_max = std::uint64_t(warp_threads) * VW;
   const unsigned lane = threadIdx.x % warp_threads;
-  const std::uint64_t warps = std::uint64_t(gridDim.x) * (block_threads / warp_threads);
+  const std::uint64_t warps = std::uint64_t(slice_blocks) * (block_threads / warp_threads);  // a slice's
   // The host's S is read from the parameters where it is needed (this loop runs in 32 registers);
   // where only the device knows S, the host passed a warp's lanes, fewer here where the segments
   // are few for the grid (as the host chooses otherwise: segmented_dispatch.cuh).
@@ -255,12 +289,16 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     segments = *lists.segments_on_device;
     while (group > 1 && segments < warps * group * 2) group /= 2;
   }
-  const std::uint64_t groups = (segments + group - 1) / group;
-  for (std::uint64_t g = blockIdx.x * (block_threads / warp_threads) + threadIdx.x / warp_threads; g < groups;
-       g += warps) {
-    const std::uint64_t first_segment = g * group;
+  // The slice's groups, as segments: from slice_first up to slice_end.
+  const std::uint64_t slice_first = (blockIdx.x / slice_blocks) * slice_segments;
+  const std::uint64_t slice_end = slice_first + slice_segments < segments ? slice_first + slice_segments : segments;
+  const std::uint64_t stride = warps * group;
+  for (std::uint64_t first_segment =
+           slice_first + std::uint64_t((blockIdx.x % slice_blocks) * (block_threads / warp_threads) +
+                                       threadIdx.x / warp_threads) * group;
+       first_segment < slice_end; first_segment += stride) {
     const std::uint64_t s = first_segment + lane;
-    const bool has = lane < group && s < segments;
+    const bool has = lane < group && s < slice_end;
     segment_extent mine{};
     if (has) mine = bounds(s);
     if (has && mine.size <= std::uint64_t(VW))
@@ -448,7 +486,7 @@ __global__ void __launch_bounds__(block_threads)
 // Segments of one size, known on the host, of at most warp_threads * VW elements: only the plan's
 // warp 0 holds chunks, and only its first `lanes` lanes (lanes_covering the size's chunks, 1 for
 // at most VW elements). A group of `lanes` lanes replays that warp's tree for a segment, as
-// segment_by_lanes does, warp_threads / lanes segments a pass; a warp reads the chunks of
+// segment_by_lane_group does, warp_threads / lanes segments a pass; a warp reads the chunks of
 // segment_batch passes first, so that each lane has that many loads in flight, where the first
 // launch of the lists has one.
 inline constexpr unsigned segment_batch = 4;  // eight passes' chunks measured slower: more registers, fewer warps
@@ -502,7 +540,7 @@ __global__ void __launch_bounds__(block_threads)
           if (chunk_begin + j < n) fold_into(acc, chunks[b][j], op);
         valid = true;
       }
-      // The flagged shuffle-down tree over the group's lanes (segment_by_lanes).
+      // The flagged shuffle-down tree over the group's lanes (segment_by_lane_group).
       for (unsigned delta = lanes / 2; delta > 0; delta /= 2) {
         const Acc other = shuffle_words(
             acc, [delta, lanes](int word) { return __shfl_down_sync(tally::warp::full_mask, word, delta, int(lanes)); });

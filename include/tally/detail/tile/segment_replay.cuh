@@ -6,7 +6,7 @@
 //   n <= VW           one thread: the plan's thread 0 holds the only chunk, and every tree
 //                     above it combines that value with nothing
 //   n <= 32 VW        a group of lanes: only the plan's warp 0 holds chunks, and only its first
-//                     lanes (segment_by_lanes); or one thread evaluating that lanes' tree depth
+//                     lanes (segment_by_lane_group); or one thread evaluating that lanes' tree depth
 //                     first (segment_by_thread_tree)
 //   one tile          one warp replays the plan's block: on pass w its lanes are the plan's
 //                     warp w, the warp tree with validity flags gives warp w's result, and the
@@ -81,13 +81,6 @@ __device__ __forceinline__ T shuffle_words(const T& value, Shuffle shuffle) {
 template <class T>
 __device__ __forceinline__ T shuffle_from(const T& value, unsigned source) {
   return shuffle_words(value, [source](int word) { return __shfl_sync(tally::warp::full_mask, word, int(source)); });
-}
-
-// __shfl_down_sync within groups of Width lanes.
-template <unsigned Width, class T>
-__device__ __forceinline__ T shuffle_down_within(const T& value, unsigned delta) {
-  return shuffle_words(value,
-                       [delta](int word) { return __shfl_down_sync(tally::warp::full_mask, word, delta, int(Width)); });
 }
 
 // The plan's block tree replayed by one warp: add_warp(w, ...) takes this warp's lanes as the
@@ -207,30 +200,35 @@ __device__ __forceinline__ Acc segment_by_warp_step(const Loader& load, std::uin
 }
 
 // Segments of VW < n <= warp_threads * VW elements need only the plan's warp 0, and only its
-// first lanes_covering(ceil(n / VW)) lanes: the levels of the warp tree whose partners lie
-// beyond those lanes combine nothing into lane 0, and the other warps of the plan are empty.
-// So `Lanes` lanes (a power of two) replay it, and a warp takes warp_threads / Lanes such
-// segments at once. Every group of Lanes lanes calls this together with its own segment (n = 0
-// for a group without one); the group's first lane returns op(init, total).
-template <unsigned Lanes, class Acc, int VW, class Loader, class Op>
-__device__ __forceinline__ Acc segment_by_lanes(const Loader& load, std::uint64_t n, const Acc& init, Op& op) {
-  const unsigned lane = threadIdx.x % Lanes;
+// first c = ceil(n / VW) lanes: the levels of the warp tree whose partners lie beyond those
+// lanes combine nothing into lane 0, and the other warps of the plan are empty. So a group of
+// consecutive lanes, at least lanes_covering(c) of them, replays it; a warp runs groups of
+// several segments side by side. The tree's lane i takes lane i + d's value at distance d
+// exactly where lane i + d holds a chunk (the chunks below n are a prefix, so lane i then holds
+// one too), so `member` (the lane's place in its group) and c decide each combine, and a
+// shuffle down the whole warp reaches the partner without leaving the group. Every lane of the
+// warp calls this together (n = 0 for a lane without a segment), levels from the widest group's
+// (pass_width, a power of two, at most warp_threads) down; the group's first lane returns
+// op(init, total).
+template <class Acc, int VW, class Loader, class Op>
+__device__ __forceinline__ Acc segment_by_lane_group(const Loader& load, std::uint64_t n, unsigned member,
+                                                     unsigned pass_width, const Acc& init, Op& op) {
   bool valid = false;
-  Acc acc = fold_chunk<Acc, VW>(load, std::uint64_t(lane) * VW, n, op, valid);
-  // The flagged shuffle-down tree of tally::warp over the group's lanes (warp/reduce.cuh,
-  // reduce_lanes): the same combines in the same order, shuffles kept within the group.
+  Acc acc = fold_chunk<Acc, VW>(load, std::uint64_t(member) * VW, n, op, valid);
+  const auto chunks = static_cast<unsigned>((n + VW - 1) / VW);
 #pragma unroll
-  for (unsigned delta = Lanes / 2; delta > 0; delta /= 2) {
-    const Acc other = shuffle_down_within<Lanes>(acc, delta);
-    const bool other_valid = __shfl_down_sync(tally::warp::full_mask, valid, delta, Lanes) && lane + delta < Lanes;
-    if (other_valid) acc = valid ? static_cast<Acc>(op(acc, other)) : other;
-    valid = valid || other_valid;
+  for (unsigned delta = warp_threads / 2; delta > 0; delta /= 2) {
+    if (delta < pass_width) {
+      const Acc other = shuffle_words(
+          acc, [delta](int word) { return __shfl_down_sync(tally::warp::full_mask, word, delta); });
+      if (member + delta < chunks) acc = static_cast<Acc>(op(acc, other));
+    }
   }
   return static_cast<Acc>(op(init, acc));
 }
 
 // The same segment (VW < n <= warp_threads * VW elements) by one thread alone: the tree that
-// segment_by_lanes runs over P = lanes_covering(ceil(n / VW)) lanes, evaluated depth first.
+// segment_by_lane_group runs over P = lanes_covering(ceil(n / VW)) lanes, evaluated depth first.
 // After its level of distance d, lane i of that tree holds op(its value, lane i + d's), where
 // lane i + d holds a chunk below n (lane i then does too: the chunks below n are a prefix). So the
 // root is a binary tree whose leaves, left to right, are the chunks in bit-reversed order of
