@@ -24,6 +24,15 @@
 #include <string>
 #include <vector>
 
+// Marked commutative, which it is not: every bit of a fold under it depends on the grouping and on
+// each combine's operand order, so a column equals its own tally::reduce only where the kernel
+// evaluated the plan's very tree, left operand first. (Outside the unnamed namespace: a member
+// only a trait reads counts as unused there.)
+struct lopsided_mix {
+  static constexpr bool commutative = true;
+  __host__ __device__ unsigned operator()(unsigned a, unsigned b) const { return (a * 33u) ^ b; }
+};
+
 namespace {
 
 using namespace tally_test;
@@ -411,6 +420,31 @@ TEST_F(matrix_device, columns_keep_their_order_under_an_operator_that_is_not_com
     affine_map want = identity;
     for (std::int64_t j = 0; j < cols; ++j) want = compose_affine{}(want, v[std::size_t(i * ld + j)]);
     ASSERT_TRUE(got_rows[std::size_t(i)].a == want.a && got_rows[std::size_t(i)].b == want.b) << "row " << i;
+  }
+}
+
+// Columns of 16 to 32 VW rows go a lane each, which replays the lane tree of the column's plan
+// depth first (segment_by_thread_tree): each must equal tally::reduce over its own elements on the
+// host under an operator that tells every combine's operands apart.
+TEST_F(matrix_device, short_columns_replay_their_plans_tree_operand_by_operand) {
+  seeded s(38);
+  SCOPED_TRACE(s.trace());
+  std::uniform_int_distribution<unsigned> value(0, 0xffffffffu);
+  for (const std::int64_t rows : {16, 17, 33, 77, 128}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    const std::int64_t cols = 40, ld = 43;
+    std::vector<unsigned> m(std::size_t(rows * ld));
+    for (auto& x : m) x = value(s.rng);
+    const thrust::device_vector<unsigned> d_m(m.begin(), m.end());
+    thrust::device_vector<unsigned> d_cols(poisoned_vector<unsigned>(std::size_t(cols)));
+    tally::reduce_columns(tally::device, d_m.begin(), rows, cols, ld, d_cols.begin(), 7u, lopsided_mix{});
+    const thrust::host_vector<unsigned> got = d_cols;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      std::vector<unsigned> column(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) column[std::size_t(r)] = m[std::size_t(r * ld + c)];
+      const unsigned want = tally::reduce(tally::host, column.begin(), column.end(), 7u, lopsided_mix{});
+      ASSERT_EQ(got[std::size_t(c)], want) << "column " << c;
+    }
   }
 }
 

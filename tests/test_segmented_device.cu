@@ -20,6 +20,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 // (Outside the unnamed namespace: a member only a trait reads counts as unused there.)
@@ -224,6 +225,38 @@ TEST_F(segmented_device, more_long_segments_than_are_split) {
 // and long ones. Two calls in a row on one stream, so that the second sees the count words the
 // first left zeroed; every segment against the host backend bit for bit, and against an
 // accurate sum.
+// Positive floats over the given segments, on the host and the device, and the host backend's sum
+// of each segment from init: what a device call's outputs must equal (its bits) and be near (the
+// sum in doubles).
+struct float_segments {
+  std::vector<std::int64_t> offsets;
+  float init;
+  std::vector<float> v;
+  thrust::device_vector<float> d_v;
+  thrust::device_vector<std::int64_t> d_offsets;
+  std::vector<float> on_host;
+
+  float_segments(std::vector<std::int64_t> offsets_in, float init_in, std::mt19937_64& rng)
+      : offsets(std::move(offsets_in)), init(init_in), v(random_values<float>(std::size_t(offsets.back()), rng)) {
+    for (auto& x : v) x = std::abs(x) + 0.25f;
+    d_v.assign(v.begin(), v.end());
+    d_offsets.assign(offsets.begin(), offsets.end());
+    on_host = poisoned_vector<float>(segments());
+    tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), on_host.begin(), init,
+                            tally::plus<float>{});
+  }
+  std::size_t segments() const { return offsets.size() - 1; }
+  void expect(const thrust::device_vector<float>& d_out) const {
+    const thrust::host_vector<float> out = d_out;
+    for (std::size_t i = 0; i < segments(); ++i) {
+      const auto b = std::size_t(offsets[i]), e = std::size_t(offsets[i + 1]);
+      ASSERT_EQ(bits_of(out[i]), bits_of(on_host[i])) << "segment " << i << " of " << (e - b);
+      ASSERT_TRUE(sum_is_near(out[i], reference_sum<double>(v, b, e, double(init)), sum_error_bound(v, b, e, double(init))))
+          << "segment " << i;
+    }
+  }
+};
+
 TEST_F(segmented_device, listed_segments_outnumber_the_warps) {
   seeded s(17);
   SCOPED_TRACE(s.trace());
@@ -237,29 +270,16 @@ TEST_F(segmented_device, listed_segments_outnumber_the_warps) {
     if (kind >= 60) offsets.push_back(offsets.back() + tiny_size(s.rng));
     if (kind == 0) offsets.push_back(offsets.back() + 3 * 8192 + 17);
   }
-  const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
-  auto v = random_values<float>(n, s.rng);
-  for (auto& x : v) x = std::abs(x) + 0.25f;
-  const thrust::device_vector<float> d_v(v.begin(), v.end());
-  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  std::vector<float> on_host = poisoned_vector<float>(segments);
-  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), on_host.begin(), 1.0f,
-                          tally::plus<float>{});
+  const float_segments data(std::move(offsets), 1.0f, s.rng);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   for (int call = 0; call < 2; ++call) {
     SCOPED_TRACE("call " + std::to_string(call));
-    thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
-    tally::segmented_reduce(tally::device.on(stream), d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(),
-                            1.0f, tally::plus<float>{});
+    thrust::device_vector<float> d_out(poisoned_vector<float>(data.segments()));
+    tally::segmented_reduce(tally::device.on(stream), data.d_v.begin(), data.d_offsets.begin(), data.d_offsets.end(),
+                            d_out.begin(), data.init, tally::plus<float>{});
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    const thrust::host_vector<float> h_out = d_out;
-    for (std::size_t i = 0; i < segments; ++i) {
-      ASSERT_EQ(bits_of(h_out[i]), bits_of(on_host[i])) << "segment " << i << " of " << (offsets[i + 1] - offsets[i]);
-      ASSERT_TRUE(sum_is_near(h_out[i], reference_sum<double>(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 1.0),
-                              sum_error_bound(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 1.0)))
-          << "segment " << i;
-    }
+    data.expect(d_out);
   }
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
@@ -658,25 +678,12 @@ TEST_F(segmented_device, many_groups_fill_every_slice_of_the_grid) {
                                                                    : 20000;
     offsets.push_back(offsets.back() + size);
   }
-  const std::size_t n = std::size_t(offsets.back()), segments = offsets.size() - 1;
-  auto v = random_values<float>(n, s.rng);
-  for (auto& x : v) x = std::abs(x) + 0.25f;
-  const thrust::device_vector<float> d_v(v.begin(), v.end());
-  const thrust::device_vector<std::int64_t> d_offsets(offsets.begin(), offsets.end());
-  std::vector<float> on_host = poisoned_vector<float>(segments);
-  tally::segmented_reduce(tally::host, v.begin(), offsets.begin(), offsets.end(), on_host.begin(), 2.0f,
-                          tally::plus<float>{});
-  thrust::device_vector<float> d_out(poisoned_vector<float>(segments));
-  tally::segmented_reduce(tally::device, d_v.begin(), d_offsets.begin(), d_offsets.end(), d_out.begin(), 2.0f,
-                          tally::plus<float>{});
+  const float_segments data(std::move(offsets), 2.0f, s.rng);
+  thrust::device_vector<float> d_out(poisoned_vector<float>(data.segments()));
+  tally::segmented_reduce(tally::device, data.d_v.begin(), data.d_offsets.begin(), data.d_offsets.end(), d_out.begin(),
+                          data.init, tally::plus<float>{});
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const thrust::host_vector<float> h_out = d_out;
-  for (std::size_t i = 0; i < segments; ++i) {
-    ASSERT_EQ(bits_of(h_out[i]), bits_of(on_host[i])) << "segment " << i << " of " << (offsets[i + 1] - offsets[i]);
-    ASSERT_TRUE(sum_is_near(h_out[i], reference_sum<double>(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 2.0),
-                            sum_error_bound(v, std::size_t(offsets[i]), std::size_t(offsets[i + 1]), 2.0)))
-        << "segment " << i;
-  }
+  data.expect(d_out);
 }
 
 }  // namespace
