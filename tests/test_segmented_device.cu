@@ -251,7 +251,8 @@ struct float_segments {
     for (std::size_t i = 0; i < segments(); ++i) {
       const auto b = std::size_t(offsets[i]), e = std::size_t(offsets[i + 1]);
       ASSERT_EQ(bits_of(out[i]), bits_of(on_host[i])) << "segment " << i << " of " << (e - b);
-      ASSERT_TRUE(sum_is_near(out[i], reference_sum<double>(v, b, e, double(init)), sum_error_bound(v, b, e, double(init))))
+      ASSERT_TRUE(
+          sum_is_near(out[i], reference_sum<double>(v, b, e, double(init)), sum_error_bound(v, b, e, double(init))))
           << "segment " << i;
     }
   }

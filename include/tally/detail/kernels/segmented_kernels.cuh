@@ -158,17 +158,18 @@ __device__ __forceinline__ unsigned warp_or(unsigned value) {
 }
 
 // The warp's segments of VW < size <= warp_threads * VW elements (mask: their lanes; `width`:
-// lanes_covering the calling lane's chunks; `widest`: the warp's largest width), packed into passes of the warp: each segment a
-// group of `width` consecutive lanes, the widest first, so that no group straddles the end of a
-// pass (every earlier group's end is a multiple of the next width, and so of warp_threads where
-// it reaches a pass's end). A pass thus reduces as many segments as fit in its lanes, and the
+// lanes_covering the calling lane's chunks; `widest`: the warp's largest width), packed into
+// passes of the warp: each segment a group of `width` consecutive lanes, the widest first, so
+// that no group straddles the end of a pass (every earlier group's end is a multiple of the next
+// width, and so of warp_threads where it reaches a pass's end). A pass thus reduces as many segments as fit in its lanes, and the
 // warp takes as many passes as the segments' lanes fill, not as many as the widest needs for
 // every one of them (a warp of one 32-lane segment and a few narrow ones took a pass each).
 // Results go to out[first_segment + lane of the segment].
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __device__ __forceinline__ void reduce_by_packed_lanes(It first, const Bounds& bounds, unsigned mask, unsigned width,
-                                                       unsigned widest, const segment_extent& mine, std::uint64_t first_segment,
-                                                       const Acc& init, Op& op, OutIt out) {
+                                                       unsigned widest, const segment_extent& mine,
+                                                       std::uint64_t first_segment, const Acc& init, Op& op,
+                                                       OutIt out) {
   using out_diff = typename std::iterator_traits<OutIt>::difference_type;
   const unsigned lane = threadIdx.x % warp_threads;
   const unsigned below = (1u << lane) - 1u;

@@ -6,8 +6,8 @@
 //   n <= VW           one thread: the plan's thread 0 holds the only chunk, and every tree
 //                     above it combines that value with nothing
 //   n <= 32 VW        a group of lanes: only the plan's warp 0 holds chunks, and only its first
-//                     lanes (segment_by_lane_group); or one thread evaluating that lanes' tree depth
-//                     first (segment_by_thread_tree)
+//                     lanes (segment_by_lane_group); or, for the column kernels, one thread
+//                     evaluating that lanes' tree depth first (segment_by_thread_tree)
 //   one tile          one warp replays the plan's block: on pass w its lanes are the plan's
 //                     warp w, the warp tree with validity flags gives warp w's result, and the
 //                     8 results go through the tree the block's warp 0 runs over them
