@@ -687,4 +687,62 @@ TEST_F(segmented_device, many_groups_fill_every_slice_of_the_grid) {
   data.expect(d_out);
 }
 
+// Long runs of groups whose 32 segments all hold at most VW elements, each warp taking many of
+// them in turn: such a run loops on its own, reading the next group's bounds while it reduces
+// this one's, and hands over to the general path at a group that holds a wider segment, then
+// comes back. Every segment must get its own bits: at a run's first and last group, after a
+// wide group, at a slice's end inside a run, with 32-bit offsets, 64-bit ones and the begin and
+// end form. A grid of 4 blocks makes each warp take hundreds of groups.
+TEST_F(segmented_device, runs_of_tiny_segments_hand_over_to_wider_groups) {
+  seeded s(43);
+  SCOPED_TRACE(s.trace());
+  const int groups = under_sanitizer() ? 1200 : 12000;
+  std::uniform_int_distribution<std::int64_t> tiny(0, 4), lanes(5, 128), warp(129, 1024);
+  std::uniform_int_distribution<int> run_length(1, 40), member(0, 31);
+  std::vector<std::int64_t> offsets{0};
+  int next_wide = run_length(s.rng);
+  for (int g = 0; g < groups; ++g) {
+    const bool wide = g == next_wide;
+    if (wide) next_wide = g + run_length(s.rng);
+    const int wide_member = member(s.rng);
+    for (int m = 0; m < 32; ++m) {
+      std::int64_t size = tiny(s.rng);
+      if (wide && m == wide_member) size = (g % 3 == 0) ? warp(s.rng) : lanes(s.rng);
+      offsets.push_back(offsets.back() + size);
+    }
+  }
+  offsets.push_back(offsets.back() + 3);  // one more segment: the last group holds only it
+  const float_segments data(std::move(offsets), 2.0f, s.rng);
+  const std::vector<int> narrow(data.offsets.begin(), data.offsets.end());
+  const thrust::device_vector<int> d_narrow(narrow.begin(), narrow.end());
+  for (const unsigned grid : {4u, 0u}) {
+    SCOPED_TRACE(grid == 0 ? "the full grid" : "a grid of 4 blocks");
+    const auto policy = grid == 0 ? tally::device : tally::device.grid_size(grid);
+    {
+      SCOPED_TRACE("64-bit offsets");
+      thrust::device_vector<float> d_out(poisoned_vector<float>(data.segments()));
+      tally::segmented_reduce(policy, data.d_v.begin(), data.d_offsets.begin(), data.d_offsets.end(), d_out.begin(),
+                              data.init, tally::plus<float>{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      data.expect(d_out);
+    }
+    {
+      SCOPED_TRACE("32-bit offsets");
+      thrust::device_vector<float> d_out(poisoned_vector<float>(data.segments()));
+      tally::segmented_reduce(policy, data.d_v.begin(), d_narrow.begin(), d_narrow.end(), d_out.begin(), data.init,
+                              tally::plus<float>{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      data.expect(d_out);
+    }
+    {
+      SCOPED_TRACE("begin and end offsets");
+      thrust::device_vector<float> d_out(poisoned_vector<float>(data.segments()));
+      tally::segmented_reduce(policy, data.d_v.begin(), data.d_offsets.begin(), data.d_offsets.end() - 1,
+                              data.d_offsets.begin() + 1, d_out.begin(), data.init, tally::plus<float>{});
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      data.expect(d_out);
+    }
+  }
+}
+
 }  // namespace

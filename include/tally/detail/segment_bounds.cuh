@@ -23,15 +23,29 @@ TALLY_HOST_DEVICE inline segment_extent extent_of(std::int64_t begin, std::int64
   return {std::uint64_t(begin), std::uint64_t(end - begin)};
 }
 
+// An offset as its iterator gives it (an integer as loaded, not yet widened: see fetched_bounds),
+// or as a 64-bit value where the iterator's value type is not an integer.
+template <class It>
+using offset_word_t = std::conditional_t<std::is_integral_v<typename std::iterator_traits<It>::value_type>,
+                                         typename std::iterator_traits<It>::value_type, std::int64_t>;
+
+template <class It>
+TALLY_HOST_DEVICE offset_word_t<It> offset_word_at(const It& it, std::uint64_t i) {
+  return static_cast<offset_word_t<It>>(it[static_cast<typename std::iterator_traits<It>::difference_type>(i)]);
+}
+
 // S + 1 offsets: segment s is [offsets[s], offsets[s + 1]).
 template <class OffsetIt>
 struct offset_bounds {
   OffsetIt offsets;
-  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const {
-    using diff = typename std::iterator_traits<OffsetIt>::difference_type;
-    return extent_of(static_cast<std::int64_t>(offsets[static_cast<diff>(s)]),
-                     static_cast<std::int64_t>(offsets[static_cast<diff>(s + 1)]));
+  struct fetched {
+    offset_word_t<OffsetIt> begin, end;
+  };
+  TALLY_HOST_DEVICE fetched fetch(std::uint64_t s) const { return {offset_word_at(offsets, s), offset_word_at(offsets, s + 1)}; }
+  TALLY_HOST_DEVICE static segment_extent extent(const fetched& f) {
+    return extent_of(static_cast<std::int64_t>(f.begin), static_cast<std::int64_t>(f.end));
   }
+  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const { return extent(fetch(s)); }
 };
 
 // Separate begin and end offsets, as CUB's DeviceSegmentedReduce takes them.
@@ -39,10 +53,15 @@ template <class BeginIt, class EndIt>
 struct begin_end_bounds {
   BeginIt begins;
   EndIt ends;
-  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const {
-    return extent_of(static_cast<std::int64_t>(begins[static_cast<typename std::iterator_traits<BeginIt>::difference_type>(s)]),
-                     static_cast<std::int64_t>(ends[static_cast<typename std::iterator_traits<EndIt>::difference_type>(s)]));
+  struct fetched {
+    offset_word_t<BeginIt> begin;
+    offset_word_t<EndIt> end;
+  };
+  TALLY_HOST_DEVICE fetched fetch(std::uint64_t s) const { return {offset_word_at(begins, s), offset_word_at(ends, s)}; }
+  TALLY_HOST_DEVICE static segment_extent extent(const fetched& f) {
+    return extent_of(static_cast<std::int64_t>(f.begin), static_cast<std::int64_t>(f.end));
   }
+  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t s) const { return extent(fetch(s)); }
 };
 
 // Segments of `size` consecutive elements (the rows of a row-major matrix).
@@ -62,14 +81,37 @@ struct key_run_bounds {
   static constexpr bool counted_on_device = true;
   const std::uint32_t* starts;
   ValuesIt values;
-  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t r) const {
-    const std::uint64_t b = starts[r], e = starts[r + 1];
+  struct fetched {
+    std::uint32_t begin, end;
+  };
+  TALLY_HOST_DEVICE fetched fetch(std::uint64_t r) const { return {starts[r], starts[r + 1]}; }
+  TALLY_HOST_DEVICE static segment_extent extent(const fetched& f) {
+    const std::uint64_t b = f.begin, e = f.end;
     return e > b ? segment_extent{b + 1, e - b - 1} : segment_extent{0, 0};
   }
+  TALLY_HOST_DEVICE segment_extent operator()(std::uint64_t r) const { return extent(fetch(r)); }
   TALLY_HOST_DEVICE Acc init_of(std::uint64_t r) const {
     using diff = typename std::iterator_traits<ValuesIt>::difference_type;
     return static_cast<Acc>(values[static_cast<diff>(starts[r])]);
   }
+};
+
+// A segment's bounds in two steps: fetch(s) issues the reads of segment s's bounds and keeps the
+// words as read; extent(words) is the segment. A loop that fetches the next segment's bounds
+// before it reduces this one's has both reads in flight at once, where widening or comparing an
+// offset as soon as it is read would wait for it (segments_by_size_kernel). Bounds without a
+// `fetched` type (fixed_size_bounds, which reads nothing) are fetched whole.
+template <class Bounds, class = void>
+struct fetched_bounds {
+  using words = segment_extent;
+  TALLY_HOST_DEVICE static words fetch(const Bounds& bounds, std::uint64_t s) { return bounds(s); }
+  TALLY_HOST_DEVICE static segment_extent extent(const words& w) { return w; }
+};
+template <class Bounds>
+struct fetched_bounds<Bounds, std::void_t<typename Bounds::fetched>> {
+  using words = typename Bounds::fetched;
+  TALLY_HOST_DEVICE static words fetch(const Bounds& bounds, std::uint64_t s) { return bounds.fetch(s); }
+  TALLY_HOST_DEVICE static segment_extent extent(const words& w) { return Bounds::extent(w); }
 };
 
 // Whether the segment count is a word the device wrote (key_run_bounds) rather than the host's S.

@@ -262,6 +262,11 @@ __device__ __forceinline__ void reduce_wide_segments(It first, const Bounds& bou
   }
 }
 
+// A segment's size in 32 bits, for choosing its route: every route's bound is far below 2^32.
+__device__ __forceinline__ unsigned route_size_of(const segment_extent& e) {
+  return e.size < 0xffffffffu ? unsigned(e.size) : 0xffffffffu;
+}
+
 // The first launch's loop is a chain of dependent reads (bounds, then values); its speed is the
 // number of warps that wait at once, so it is held to 32 registers a thread: every warp slot of
 // an SM filled.
@@ -290,28 +295,53 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     segments = *lists.segments_on_device;
     while (group > 1 && segments < warps * group * 2) group /= 2;
   }
-  // The slice's groups, as segments: from slice_first up to slice_end.
+  // The slice's groups, as segments: from slice_first up to slice_end. Segment ids are below
+  // 2^32 (the dispatch refuses more), so the loop counts in 32 bits; it counts the segments left
+  // to the slice rather than the next group's id, which could pass 2^32.
   const std::uint64_t slice_first = (blockIdx.x / slice_blocks) * slice_segments;
   const std::uint64_t slice_end = slice_first + slice_segments < segments ? slice_first + slice_segments : segments;
-  const std::uint64_t stride = warps * group;
-  for (std::uint64_t first_segment =
-           slice_first + std::uint64_t((blockIdx.x % slice_blocks) * (block_threads / warp_threads) +
-                                       threadIdx.x / warp_threads) * group;
-       first_segment < slice_end; first_segment += stride) {
-    const std::uint64_t s = first_segment + lane;
-    const bool has = lane < group && s < slice_end;
-    segment_extent mine{};
-    if (has) mine = bounds(s);
-    if (has && mine.size <= std::uint64_t(VW))
+  const auto stride = static_cast<std::uint32_t>(warps * group);
+  const std::uint64_t warp_first =
+      slice_first +
+      std::uint64_t((blockIdx.x % slice_blocks) * (block_threads / warp_threads) + threadIdx.x / warp_threads) * group;
+  if (warp_first >= slice_end) return;
+  auto first_segment = static_cast<std::uint32_t>(warp_first);
+  auto left = static_cast<std::uint32_t>(slice_end - warp_first);  // segments from first_segment to slice_end
+  using fetch = fetched_bounds<Bounds>;
+  for (;; first_segment += stride, left -= stride) {
+    std::uint32_t s = first_segment + lane;
+    bool has = lane < group && lane < left;
+    typename fetch::words words{};
+    if (has) words = fetch::fetch(bounds, s);
+    segment_extent mine = has ? fetch::extent(words) : segment_extent{};
+    unsigned route_size = route_size_of(mine);
+    // A run of groups whose segments all hold at most VW elements has nothing to list and no
+    // lanes to group: it loops here, without the ballots below (decision 0041), and reads each
+    // group's values while the next group's bounds are read (the loop is a chain of dependent
+    // reads; this keeps two of its links in flight). Its own loop, so that the other groups'
+    // code carries no read ahead: fetching ahead there too cost the segments of other sizes.
+    while (__all_sync(tally::warp::full_mask, route_size <= unsigned(VW))) {
+      const bool warp_has_next = stride < left;  // the same in every lane
+      if (warp_has_next && lane < group && lane < left - stride) words = fetch::fetch(bounds, s + stride);
+      if (has)
+        out[static_cast<out_diff>(s)] =
+            segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, route_size, init_for(bounds, s, init), op);
+      if (!warp_has_next) return;
+      first_segment += stride;
+      left -= stride;
+      s += stride;
+      has = lane < group && lane < left;
+      mine = has ? fetch::extent(words) : segment_extent{};
+      route_size = route_size_of(mine);
+    }
+    if (has && route_size <= unsigned(VW))
       out[static_cast<out_diff>(s)] =
-          segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, mine.size, init_for(bounds, s, init), op);
-    // A warp whose segments are all that short has nothing to list and no lanes to group: the
-    // loop of segments of one or a few elements runs without the ballots below (decision 0041).
-    if (__all_sync(tally::warp::full_mask, mine.size <= std::uint64_t(VW))) continue;
-    const bool by_lanes = has && mine.size > std::uint64_t(VW) && mine.size <= lane_max;
-    const bool by_warp = has && mine.size > lane_max && mine.size <= warp_segment_max<VW>;
-    const bool by_block = has && mine.size > warp_segment_max<VW> && mine.size <= block_segment_max<VW>;
-    const bool is_long = has && mine.size > block_segment_max<VW>;
+          segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, route_size, init_for(bounds, s, init), op);
+    const bool by_lanes = has && route_size > unsigned(VW) && route_size <= unsigned(lane_max);
+    const bool by_warp = has && route_size > unsigned(lane_max) && route_size <= unsigned(warp_segment_max<VW>);
+    const bool by_block =
+        has && route_size > unsigned(warp_segment_max<VW>) && route_size <= unsigned(block_segment_max<VW>);
+    const bool is_long = has && route_size > unsigned(block_segment_max<VW>);
     // The lists: one atomic per warp and list.
     const unsigned block_lanes = __ballot_sync(tally::warp::full_mask, by_block);
     const unsigned long_lanes = __ballot_sync(tally::warp::full_mask, is_long);
@@ -330,6 +360,7 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
     const unsigned wide_lanes = __ballot_sync(tally::warp::full_mask, by_lanes || by_warp);
     if (wide_lanes != 0)
       reduce_wide_segments<Acc, VW, It, V>(first, bounds, mine, by_lanes, by_warp, first_segment, init, op, out);
+    if (stride >= left) break;
   }
 }
 
