@@ -41,7 +41,9 @@ struct offset_bounds {
   struct fetched {
     offset_word_t<OffsetIt> begin, end;
   };
-  TALLY_HOST_DEVICE fetched fetch(std::uint64_t s) const { return {offset_word_at(offsets, s), offset_word_at(offsets, s + 1)}; }
+  TALLY_HOST_DEVICE fetched fetch(std::uint64_t s) const {
+    return {offset_word_at(offsets, s), offset_word_at(offsets, s + 1)};
+  }
   TALLY_HOST_DEVICE static segment_extent extent(const fetched& f) {
     return extent_of(static_cast<std::int64_t>(f.begin), static_cast<std::int64_t>(f.end));
   }
@@ -57,7 +59,9 @@ struct begin_end_bounds {
     offset_word_t<BeginIt> begin;
     offset_word_t<EndIt> end;
   };
-  TALLY_HOST_DEVICE fetched fetch(std::uint64_t s) const { return {offset_word_at(begins, s), offset_word_at(ends, s)}; }
+  TALLY_HOST_DEVICE fetched fetch(std::uint64_t s) const {
+    return {offset_word_at(begins, s), offset_word_at(ends, s)};
+  }
   TALLY_HOST_DEVICE static segment_extent extent(const fetched& f) {
     return extent_of(static_cast<std::int64_t>(f.begin), static_cast<std::int64_t>(f.end));
   }

@@ -161,9 +161,10 @@ __device__ __forceinline__ unsigned warp_or(unsigned value) {
 // lanes_covering the calling lane's chunks; `widest`: the warp's largest width), packed into
 // passes of the warp: each segment a group of `width` consecutive lanes, the widest first, so
 // that no group straddles the end of a pass (every earlier group's end is a multiple of the next
-// width, and so of warp_threads where it reaches a pass's end). A pass thus reduces as many segments as fit in its lanes, and the
-// warp takes as many passes as the segments' lanes fill, not as many as the widest needs for
-// every one of them (a warp of one 32-lane segment and a few narrow ones took a pass each).
+// width, and so of warp_threads where it reaches a pass's end). A pass thus reduces as many
+// segments as fit in its lanes, and the warp takes as many passes as the segments' lanes fill,
+// not as many as the widest needs for every one of them (a warp of one 32-lane segment and a few
+// narrow ones took a pass each).
 // Results go to out[first_segment + lane of the segment].
 template <class Acc, int VW, class It, class V, class Bounds, class Op, class OutIt>
 __device__ __forceinline__ void reduce_by_packed_lanes(It first, const Bounds& bounds, unsigned mask, unsigned width,
@@ -324,8 +325,8 @@ __global__ void __launch_bounds__(block_threads, segments_by_size_min_blocks)
       const bool warp_has_next = stride < left;  // the same in every lane
       if (warp_has_next && lane < group && lane < left - stride) words = fetch::fetch(bounds, s + stride);
       if (has)
-        out[static_cast<out_diff>(s)] =
-            segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, route_size, init_for(bounds, s, init), op);
+        out[static_cast<out_diff>(s)] = segment_by_thread<Acc, VW>(loader{advance_to(first, mine.begin)}, route_size,
+                                                                   init_for(bounds, s, init), op);
       if (!warp_has_next) return;
       first_segment += stride;
       left -= stride;
